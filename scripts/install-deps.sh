@@ -2,8 +2,9 @@
 # install-deps.sh: installs what building tlmalloc and running the
 # experiments need, on Debian or Ubuntu, as root.  Idempotent: it asks apt
 # for packages only when one is missing (and runs apt-get update once,
-# then), and installs matplotlib only when `python3 -c 'import matplotlib'`
-# fails.  It prints what it found and what it did.
+# then), and installs matplotlib (and pytest, for the harness tests) for
+# the python3 first on PATH only when it cannot import them.  It prints
+# what it found and what it did.
 #
 #   scripts/install-deps.sh              tools, peer allocators, matplotlib
 #   scripts/install-deps.sh --no-peers   tools and matplotlib only
@@ -24,7 +25,7 @@ dry_run=0
 apt_updated=0
 
 usage() {
-	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
 say() {
@@ -138,6 +139,25 @@ install_matplotlib() {
 	return 0
 }
 
+install_pytest() {
+	if python3 -c 'import pytest' >/dev/null 2>&1; then
+		say "pytest: already importable by $(command -v python3)"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install pytest for $(command -v python3)"
+		return 0
+	fi
+	if python3 -m pip install --quiet pytest >/dev/null 2>&1; then
+		say "pytest: installed with pip"
+	elif have_apt; then
+		install_missing tool python3-pytest
+	fi
+	python3 -c 'import pytest' >/dev/null 2>&1 ||
+		say "WARNING: pytest not available; the harness tests cannot run"
+	return 0
+}
+
 status=0
 if have_apt; then
 	if [ "$want_tools" -eq 1 ]; then
@@ -151,6 +171,7 @@ else
 fi
 if [ "$want_python" -eq 1 ]; then
 	install_matplotlib
+	install_pytest
 fi
 [ "$status" -eq 0 ] && say "done" || say "done, with errors"
 exit $status

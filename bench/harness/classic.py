@@ -97,15 +97,28 @@ def scaling_series(cells, allocator, measure="wall"):
     return sorted(series)
 
 
+def scaling_times(cells, allocators):
+    """{allocator: [(threads, seconds)]} and the name of the time used:
+    the programs' own timing of the work (metric `seconds`) when every
+    cell has it, else the wall time of the process."""
+    timed = {a: scaling_series(cells, a, "seconds") for a in allocators}
+    walls = {a: scaling_series(cells, a, "wall") for a in allocators}
+    if all(len(timed[a]) == len(walls[a]) for a in allocators):
+        return timed, "timed phase"
+    return walls, "wall time"
+
+
 def lock_grows(cells):
     claim = "with one lock, time grew with every added thread"
-    series = scaling_series(cells, "tlmalloc-lock")
+    times, what = scaling_times(cells, ["tlmalloc-lock"])
+    series = times["tlmalloc-lock"]
     if len(series) < 2:
         return Observation(claim, "lock baseline not measured at two or "
                            "more thread counts", "not measured")
     steps = [b[1] / a[1] for a, b in zip(series, series[1:]) if a[1]]
     grew = sum(1 for s in steps if s >= CLEAR)
-    here = "lock: " + ", ".join("%d thr %.3f s" % s for s in series)
+    here = "lock, %s: " % what + ", ".join("%d thr %.3f s" % s
+                                           for s in series)
     if grew == len(steps):
         verdict = "holds"
     elif grew:
@@ -117,8 +130,9 @@ def lock_grows(cells):
 
 def lock_vs_local(cells):
     claim = "8x slower than thread-local at 8 threads"
-    lock = dict(scaling_series(cells, "tlmalloc-lock"))
-    local = dict(scaling_series(cells, "tlmalloc"))
+    times, what = scaling_times(cells, ["tlmalloc-lock", "tlmalloc"])
+    lock = dict(times["tlmalloc-lock"])
+    local = dict(times["tlmalloc"])
     common = sorted(set(lock) & set(local))
     if not common:
         return Observation(claim, "lock and thread-local not both measured",
@@ -127,8 +141,8 @@ def lock_vs_local(cells):
     factor = compare_factor(local[threads], lock[threads])
     if factor is None:
         return Observation(claim, "a time of zero", "not measured")
-    here = "at %d threads lock %.3f s vs thread-local %.3f s: %.2fx" % (
-        threads, lock[threads], local[threads], factor)
+    here = "at %d threads (%s) lock %.3f s vs thread-local %.3f s: " \
+        "%.2fx" % (threads, what, lock[threads], local[threads], factor)
     return Observation(claim, here, direction_verdict(factor))
 
 

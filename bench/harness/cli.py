@@ -238,9 +238,8 @@ def list_everything(chosen_workloads, allocs, args):
             p.label for p in work.points(args.full))))
     print("allocators:")
     for alloc in allocs:
-        print("  %-14s %-8s %s %s" % (alloc.name, "found" if alloc.found
-                                      else "MISSING", alloc.path or "",
-                                      alloc.note))
+        print("  %-14s %-8s %s" % (alloc.name, "found" if alloc.found
+                                   else "MISSING", alloc.path or alloc.note))
 
 
 def report_only(args):

@@ -27,7 +27,16 @@ def allocs_in(cells, workload, order):
     return [a for a in order if a in present]
 
 
-def bar_panel(ax, cells, workload, allocs, measure, scale, ylabel):
+def colour_of(alloc, order):
+    """The same colour for an allocator in every plot."""
+    palette = ("tab:blue", "tab:orange", "tab:green", "tab:red",
+               "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+               "tab:olive", "tab:cyan")
+    index = order.index(alloc) if alloc in order else len(order)
+    return palette[index % len(palette)]
+
+
+def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
     width = 0.8 / max(1, len(allocs))
     for i, alloc in enumerate(allocs):
         xs, heights, lows, highs = [], [], [], []
@@ -37,9 +46,9 @@ def bar_panel(ax, cells, workload, allocs, measure, scale, ylabel):
             if cell is None:
                 continue
             if cell.failed or cell.value(measure) is None:
-                ax.text(x, 0, FAILED_MARK if cell.failed else "",
+                ax.text(x, 0.02, FAILED_MARK if cell.failed else "n/a",
                         rotation=90, ha="center", va="bottom", fontsize=7,
-                        color="red")
+                        color="red", transform=ax.get_xaxis_transform())
                 continue
             value = cell.value(measure) * scale
             xs.append(x)
@@ -48,7 +57,9 @@ def bar_panel(ax, cells, workload, allocs, measure, scale, ylabel):
                 lows.append(value - cell.wall_min * scale)
                 highs.append(cell.wall_max * scale - value)
         errors = [lows, highs] if measure == "wall" and xs else None
-        ax.bar(xs, heights, width, yerr=errors, capsize=2, label=alloc)
+        ax.bar(xs, heights, width, yerr=errors, capsize=2, label=alloc,
+               color=colour_of(alloc, order))
+    ax.set_xlim(-0.5, len(workload["points"]) - 0.5)
     ax.set_xticks(range(len(workload["points"])))
     ax.set_xticklabels(workload["points"], fontsize=8)
     ax.set_ylabel(ylabel)
@@ -60,9 +71,9 @@ def bar_chart(plt, cells, workload, order):
     if not allocs:
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    bar_panel(left, cells, workload, allocs, "wall", 1.0,
-              "wall time (s, median)")
-    bar_panel(right, cells, workload, allocs, "maxrss_kb", 1 / 1024,
+    bar_panel(left, cells, workload, allocs, order, "wall", 1.0,
+              "wall time (s, median; whiskers: fastest..slowest run)")
+    bar_panel(right, cells, workload, allocs, order, "maxrss_kb", 1 / 1024,
               "peak RSS (MiB, median)")
     left.legend(fontsize=7, ncol=2)
     fig.suptitle("%s (%s)" % (workload["title"], workload["name"]))
@@ -94,10 +105,11 @@ def scaling_chart(plt, cells, workload, order):
         xs, ys = series(cells, workload, alloc, "wall")
         label = {"tlmalloc-lock": "tlmalloc-lock (ts lock)",
                  "tlmalloc": "tlmalloc (ts nolock)"}.get(alloc, alloc)
-        left.plot(xs, ys, style, marker="o", label=label)
+        colour = colour_of(alloc, order)
+        left.plot(xs, ys, style, marker="o", label=label, color=colour)
         xs, ys = series(cells, workload, alloc, "data_bytes")
         right.plot(xs, [y / 2**20 for y in ys], style, marker="o",
-                   label=label)
+                   label=label, color=colour)
     for ax, ylabel in ((left, "wall time (s, median)"),
                        (right, "data size (MiB, median)")):
         ax.set_xlabel("threads")

@@ -125,10 +125,15 @@ def workload_table(workload, cells, allocators):
 
 
 def missing_note(data, name):
+    """Who did not run this workload and why (missing allocators briefly:
+    the Allocators section says why they are missing)."""
+    absent = {a["name"] for a in data["allocators"] if not a["found"]}
     reasons = {}
     for miss in data.get("missing", []):
         if miss["workload"] == name:
-            reasons.setdefault(miss["allocator"], miss["reason"])
+            why = "allocator missing" if miss["allocator"] in absent \
+                else miss["reason"]
+            reasons.setdefault(miss["allocator"], why)
     if not reasons:
         return []
     return ["", "Not run here: " + "; ".join(

@@ -110,8 +110,9 @@ class Progress:
         self.estimator.record(cell, seconds)
         left = self.estimator.remaining(cells_left)
         status = "ok" if ok else "FAILED (%s)" % reason
-        self.stream.write("%.2fs %s | %d runs left, ~%s left\n" % (
-            seconds, status, len(cells_left), format_duration(left)))
+        self.stream.write("%.2fs %s | %d run%s left, ~%s left\n" % (
+            seconds, status, len(cells_left),
+            "" if len(cells_left) == 1 else "s", format_duration(left)))
         self.stream.flush()
 
     def note(self, text):
