@@ -1,13 +1,26 @@
 """Running one program and measuring it with the kernel's own accounting.
 
-The child runs in its own session (so a timeout kills it and anything it
-started); the parent blocks in os.wait4(), which returns the exit status
-and the child's rusage: user and sys time and ru_maxrss (peak RSS, KiB on
-Linux).  Wall time is taken around the fork and the wait.  stdout and
-stderr go to temporary files, so a chatty program cannot block on a pipe.
+The parent blocks in os.wait4() on the program, which returns the exit
+status and the program's rusage: user and sys time and ru_maxrss (peak
+RSS, KiB on Linux).  Wall time is taken around the start and the wait.
+stdout and stderr go to temporary files, so a chatty program cannot block
+on a pipe.  The program runs in its own session, so a timeout kills it and
+anything it started.
+
+Why not simply fork the program from here: Linux keeps the peak RSS of the
+memory a process had before exec() in its ru_maxrss, so a program forked
+from this Python process could never report less than Python's own RSS
+(some 15 MiB), hiding the small footprints.  So `setsid --fork` (a small
+program) starts it and exits at once without waiting; this process, a
+"child subreaper" (prctl PR_SET_CHILD_SUBREAPER), inherits the program and
+wait4()s for it directly: its ru_maxrss then starts from setsid's
+footprint (about 1 MiB).  Where that is not possible, the program is
+forked directly and Measured.direct says so.
 """
 
+import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -31,6 +44,24 @@ class Measured:
     timed_out: bool
     stdout: str
     stderr: str
+    direct: bool = False  # forked from here: ru_maxrss has Python's floor
+
+
+PR_SET_CHILD_SUBREAPER = 36
+subreaper = None      # None: not tried yet; then True or False
+
+
+def become_subreaper():
+    """Makes this process adopt its orphaned descendants (once)."""
+    global subreaper
+    if subreaper is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            subreaper = False
+        subreaper = subreaper and shutil.which("setsid") is not None
+    return subreaper
 
 
 def kill_group(pid):
@@ -45,39 +76,120 @@ def read_back(handle):
     return handle.read().decode("utf-8", "replace")
 
 
-def run_measured(argv, env=None, timeout=None, cwd=None):
-    """Runs argv to completion (or timeout) and returns a Measured."""
+def env_prefix(env):
+    """The program's own environment, given through env(1) so that the
+    launcher does not run with it (e.g. with LD_PRELOAD).  Every program
+    goes through env, with or without settings, so all pay the same."""
+    return ["env"] + ["%s=%s" % item for item in sorted((env or {}).items())]
+
+
+def children_from_tasks():
+    """Children of every thread of this process, or None when the kernel
+    has no /proc/PID/task/TID/children."""
+    found = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+        for tid in tasks:
+            with open("/proc/self/task/%s/children" % tid) as handle:
+                found.update(int(pid) for pid in handle.read().split())
+    except OSError:
+        return None
+    return found
+
+
+def children_from_stat():
+    me = str(os.getpid())
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            found.add(int(entry))
+    return found
+
+
+def children():
+    """Pids of this process's children, zombies included (from /proc)."""
+    found = children_from_tasks()
+    return children_from_stat() if found is None else found
+
+
+def start_adopted(argv, env, out, err, cwd):
+    """Starts argv through `setsid --fork`; returns (pid, group).
+
+    Raises OSError when the adopted program cannot be found.
+    """
+    before = children()
+    launcher = subprocess.Popen(
+        ["setsid", "--fork"] + env_prefix(env) + list(argv), stdout=out,
+        stderr=err, cwd=cwd, stdin=subprocess.DEVNULL)
+    launcher.wait()
+    adopted = children() - before - {launcher.pid}
+    if launcher.returncode != 0 or len(adopted) != 1:
+        raise OSError("setsid --fork: status %s, %d new children" % (
+            launcher.returncode, len(adopted)))
+    pid = adopted.pop()
+    return pid, pid
+
+
+def start_direct(argv, env, out, err, cwd):
     full_env = dict(os.environ)
     full_env.update(env or {})
+    proc = subprocess.Popen(argv, stdout=out, stderr=err, env=full_env,
+                            cwd=cwd, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    proc.returncode = 0     # reaped below with os.wait4, not by Popen
+    return proc.pid, proc.pid
+
+
+def wait_measured(pid, group, timeout):
+    """os.wait4(pid) with a timeout that kills the process group."""
+    expired = threading.Event()
+
+    def on_timeout():
+        expired.set()
+        kill_group(group)
+
+    timer = threading.Timer(timeout, on_timeout) if timeout else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        _, status, usage = os.wait4(pid, 0)
+    except KeyboardInterrupt:
+        kill_group(group)
+        os.wait4(pid, 0)
+        raise
+    if timer:
+        timer.cancel()
+    # anything the program left behind in its session goes too
+    kill_group(group)
+    return status, usage, expired.is_set()
+
+
+def run_measured(argv, env=None, timeout=None, cwd=None):
+    """Runs argv to completion (or timeout) and returns a Measured."""
+    adopt = become_subreaper()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=full_env,
-                                cwd=cwd, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        expired = threading.Event()
-
-        def on_timeout():
-            expired.set()
-            kill_group(proc.pid)
-
-        timer = threading.Timer(timeout, on_timeout) if timeout else None
-        if timer:
-            timer.daemon = True
-            timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
+        if adopt:
+            pid, group = start_adopted(argv, env, out, err, cwd)
+        else:
+            pid, group = start_direct(argv, env, out, err, cwd)
+        status, usage, timed_out = wait_measured(pid, group, timeout)
         wall = time.perf_counter() - start
-        if timer:
-            timer.cancel()
-        # anything the program left behind in its session goes too
-        kill_group(proc.pid)
-        proc.returncode = os.waitstatus_to_exitcode(status)
         return Measured(
             wall=wall, user=usage.ru_utime, sys=usage.ru_stime,
             maxrss_kb=int(usage.ru_maxrss),
             exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1,
             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
-            timed_out=expired.is_set(),
-            stdout=read_back(out), stderr=read_back(err))
+            timed_out=timed_out, stdout=read_back(out),
+            stderr=read_back(err), direct=not adopt)
 
 
 def signal_name(number):

@@ -59,3 +59,20 @@ def test_environment_reaches_the_program():
     m = run_measured([PY, "-c", "import os; print(os.environ['HX'])"],
                      {"HX": "seen"})
     assert m.stdout.strip() == "seen"
+
+
+def test_peak_rss_is_the_program_not_the_harness():
+    # a forked Python would carry its own RSS into the program's ru_maxrss
+    import resource
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    m = run_measured(["/bin/true"])
+    if m.direct:
+        return          # no subreaper here: the floor is documented
+    assert m.exit_code == 0
+    assert m.maxrss_kb < own / 2
+
+
+def test_preload_environment_only_for_the_program():
+    m = run_measured(["/bin/sh", "-c", "echo $LD_PRELOAD"],
+                     {"LD_PRELOAD": ""})
+    assert m.exit_code == 0 and m.stdout == "\n"
