@@ -26,25 +26,25 @@ const char *tl_version(void)
 
 void *tl_malloc(size_t size)
 {
-	return tl_heap_malloc(tl_heap_local, size);
+	return tl_malloc_local(size);
 }
 
 void tl_free(void *ptr)
 {
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void tl_free_sized(void *ptr, size_t size)
 {
 	(void)size;
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void tl_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 {
 	(void)alignment;
 	(void)size;
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void *tl_calloc(size_t count, size_t size)

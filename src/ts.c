@@ -13,13 +13,14 @@
 
 static tl_lock ts_lock = TL_LOCK_INIT;
 static tl_heap ts_heap;
+static tl_page *ts_direct[TL_DIRECT_SLOTS];
 static bool ts_ready;	/* under ts_lock */
 
 static tl_heap *ts_heap_locked(void)
 {
 	if (tl_unlikely(!ts_ready)) {
 		tl_process_init();
-		tl_heap_init(&ts_heap, false);
+		tl_heap_init(&ts_heap, ts_direct, (uintptr_t)&ts_heap, false);
 		ts_ready = true;
 	}
 	return &ts_heap;
@@ -42,12 +43,12 @@ void ts_free_lock(void *ptr)
 
 void *ts_malloc_nolock(size_t size)
 {
-	return tl_heap_malloc(tl_heap_local, size);
+	return tl_malloc_local(size);
 }
 
 void ts_free_nolock(void *ptr)
 {
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 unsigned long get_data_segment_size(void)
