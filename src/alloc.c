@@ -18,6 +18,8 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
 		heap = tl_heap_get_or_create();
 		if (heap == NULL)
 			goto oom;
+	} else if (tl_unlikely(heap == &tl_heap_exiting)) {
+		return tl_shared_malloc(size);
 	}
 	if (size > TL_MEDIUM_MAX)
 		return tl_large_alloc(size, 0);

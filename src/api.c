@@ -131,8 +131,9 @@ size_t tl_usable_size(const void *ptr)
 int tl_trim(void)
 {
 	tl_heap *heap = tl_heap_local;
-	if (heap != &tl_heap_empty)
-		tl_heap_release_cached(heap);
+	if (tl_heap_is_thread_heap(heap))
+		tl_heap_collect_all(heap, true);
+	tl_shared_collect(true);
 	return tl_pool_purge(true) ? 1 : 0;
 }
 
@@ -182,12 +183,12 @@ TL_ALIAS(_ZdlPvmSt11align_val_t, tl_free_aligned_sized);
 TL_ALIAS(_ZdaPvmSt11align_val_t, tl_free_aligned_sized);
 
 /* glibc declares it with a non-const pointer. */
-size_t malloc_usable_size(void *ptr)
+TL_API size_t malloc_usable_size(void *ptr)
 {
 	return tl_usable_size(ptr);
 }
 
-int malloc_trim(size_t pad)
+TL_API int malloc_trim(size_t pad)
 {
 	(void)pad;
 	return tl_trim();

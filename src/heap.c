@@ -31,8 +31,14 @@ _Static_assert(TL_DIRECT_SLOTS == 65, "initialiser below has 65 slots");
 __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = { E65 };
 
-/* id 0: no page is ever owned by the empty heap. */
+/*
+ * id 0: no page is ever owned by these.  tl_heap_empty: a thread that has
+ * not allocated yet.  tl_heap_exiting: a thread whose heap was handed back
+ * by its exit destructor; it allocates from the shared heap from then on,
+ * so allocations in later destructors make no heap that nobody frees.
+ */
 tl_heap tl_heap_empty;
+tl_heap tl_heap_exiting;
 
 __thread tl_heap *tl_heap_local __attribute__((tls_model("initial-exec"))) =
 	&tl_heap_empty;
@@ -230,8 +236,41 @@ static void heap_release_list(tl_page_list *l)
 	}
 }
 
+bool tl_heap_is_thread_heap(const tl_heap *heap)
+{
+	return heap != &tl_heap_empty && heap != &tl_heap_exiting;
+}
+
+/* Count every page exactly; with release, empty pages (heads too) go back. */
+void tl_heap_collect_all(tl_heap *heap, bool release)
+{
+	tl_page *page, *next;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page_list *q = &heap->queue[cls];
+		if (q->first != NULL)
+			tl_page_count_avail(q->first);
+		for (page = q->first; page != NULL; page = next) {
+			next = page->next;
+			tl_page_collect(page);
+			if (release && page->avail == page->capacity) {
+				tl_list_remove(q, page);
+				heap->pages_owned--;
+				tl_pool_give_page(page);
+			}
+		}
+		heap_set_direct(heap, cls);
+	}
+	heap_sweep(heap);
+	if (release)
+		tl_heap_release_cached(heap);
+}
+
 void tl_heap_destroy(tl_heap *heap)
 {
+	/* First: a malloc from here on (the pool may start the purger) must
+	 * not pop from the pages being handed back. */
+	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
+		heap->direct[i] = &tl_page_empty;
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		tl_page *head = heap->queue[cls].first;
 		if (head != NULL)
@@ -241,8 +280,6 @@ void tl_heap_destroy(tl_heap *heap)
 	heap_release_list(&heap->full);
 	tl_heap_release_cached(heap);
 	heap->pages_owned = 0;
-	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
-		heap->direct[i] = &tl_page_empty;
 }
 
 tl_heap *tl_heap_get_or_create(void)

@@ -72,6 +72,7 @@ extern __thread tl_heap *tl_heap_local
 extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
 	__attribute__((tls_model("initial-exec")));
 extern tl_heap tl_heap_empty;
+extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
 
 /* The calling thread's heap, created if it is still tl_heap_empty. */
@@ -79,6 +80,10 @@ tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
 void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
 		  bool is_thread_heap);
+/* Not tl_heap_empty nor tl_heap_exiting. */
+bool tl_heap_is_thread_heap(const tl_heap *heap);
+/* Count every page exactly; with release, empty pages (heads too) go back. */
+void tl_heap_collect_all(tl_heap *heap, bool release);
 /* Release a heap's pages: empty ones to the pool, live ones abandoned. */
 void tl_heap_destroy(tl_heap *heap);
 /* A page of class cls with a free block, or NULL when out of memory. */
@@ -156,7 +161,11 @@ void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
 void tl_pool_fork_child(void);
 
-/* ---- the lock baseline (ts.c) ---- */
+/* ---- the shared heap behind one lock (ts.c) ---- */
+/* malloc from the shared heap: the lock baseline, and exiting threads. */
+void *tl_shared_malloc(size_t size);
+/* tl_heap_collect_all of the shared heap, under its lock. */
+void tl_shared_collect(bool release);
 void tl_ts_fork_prepare(void);
 void tl_ts_fork_parent(void);
 void tl_ts_fork_child(void);
