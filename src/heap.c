@@ -116,7 +116,7 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 	while ((page = q->first) != NULL) {
 		if (page->free != NULL || tl_page_collect_head(page))
 			break;
-		page->avail = 0;	/* exact again: free is empty */
+		tl_page_set_avail(page, 0);	/* exact again: free is empty */
 		if (tl_page_extend(page))
 			break;
 		tl_list_remove(q, page);

@@ -20,10 +20,10 @@ void tl_page_format(tl_page *page, unsigned cls)
 	size_t area;
 	tl_page_area(seg, page, &area);
 	page->size_class = (uint8_t)cls;
-	page->block_size = tl_class_size[cls];
+	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);
-	page->capacity = 0;
-	page->avail = 0;
+	tl_page_set_capacity(page, 0);
+	tl_page_set_avail(page, 0);
 	page->free = NULL;
 	page->local_free = NULL;
 	tl_uptr_store_relaxed(&page->thread_free, 0);
@@ -46,8 +46,8 @@ bool tl_page_extend(tl_page *page)
 		((tl_block *)p)->next = (tl_block *)(p + bs);
 	((tl_block *)p)->next = page->free;
 	page->free = (tl_block *)first;
-	page->capacity += n;
-	page->avail += n;
+	tl_page_set_capacity(page, page->capacity + n);
+	tl_page_set_avail(page, page->avail + n);
 	return true;
 }
 
@@ -68,13 +68,14 @@ static uint32_t splice_into_free(tl_page *page, tl_block *list)
 void tl_page_collect(tl_page *page)
 {
 	if (page->local_free != NULL) {
-		page->avail += splice_into_free(page, page->local_free);
+		tl_page_set_avail(page, page->avail +
+					splice_into_free(page, page->local_free));
 		page->local_free = NULL;
 	}
 	if (tl_uptr_load_relaxed(&page->thread_free) != 0) {
 		tl_block *list = (tl_block *)
 			tl_uptr_exchange_acquire(&page->thread_free, 0);
-		page->avail += splice_into_free(page, list);
+		tl_page_set_avail(page, page->avail + splice_into_free(page, list));
 	}
 }
 
@@ -101,5 +102,5 @@ static size_t list_length(const tl_block *b)
 
 void tl_page_count_avail(tl_page *page)
 {
-	page->avail = (uint32_t)list_length(page->free);
+	tl_page_set_avail(page, (uint32_t)list_length(page->free));
 }

@@ -120,7 +120,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
 			tl_lock_release(&pool.lock);
-			tl_uptr_store_relaxed(&page->owner, heap->id);
+			tl_uptr_store_release(&page->owner, heap->id);
 			tl_page_collect(page);
 			return page;
 		}
@@ -132,7 +132,8 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 			return NULL;
 	}
 	tl_page_format(page, cls);
-	tl_uptr_store_relaxed(&page->owner, heap->id);
+	/* release: a statistics reader that sees the owner sees the format */
+	tl_uptr_store_release(&page->owner, heap->id);
 	return page;
 }
 
@@ -327,14 +328,16 @@ static size_t live_bytes_locked(void)
 		for (uint32_t i = 0; i < seg->page_count; i++) {
 			const tl_page *page = &seg->pages[i];
 			if (page->in_pool ||
-			    tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
+			    tl_uptr_load_acquire(&page->owner) == TL_OWNER_FREE)
 				continue;
 			uint32_t cap = __atomic_load_n(&page->capacity,
 						       __ATOMIC_RELAXED);
 			uint32_t avail = __atomic_load_n(&page->avail,
 							 __ATOMIC_RELAXED);
+			uint32_t bs = __atomic_load_n(&page->block_size,
+						      __ATOMIC_RELAXED);
 			if (cap > avail)
-				live += (size_t)(cap - avail) * page->block_size;
+				live += (size_t)(cap - avail) * bs;
 		}
 	}
 	return live;

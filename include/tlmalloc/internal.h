@@ -98,6 +98,21 @@ extern const uint32_t tl_class_size[TL_CLASSES];
 unsigned tl_size_to_class(size_t size);
 
 /* ---- pages (page.c) ---- */
+/*
+ * avail, capacity and block_size are the owner's, but the statistics read
+ * them from other threads (a snapshot): the owner writes them with relaxed
+ * atomic stores (a plain mov on x86-64), so those reads are no data race.
+ */
+static inline void tl_page_set_avail(tl_page *page, uint32_t v)
+{
+	__atomic_store_n(&page->avail, v, __ATOMIC_RELAXED);
+}
+
+static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
+{
+	__atomic_store_n(&page->capacity, v, __ATOMIC_RELAXED);
+}
+
 void tl_page_format(tl_page *page, unsigned cls);
 /* Carve more fresh blocks into page->free; false if none are left. */
 bool tl_page_extend(tl_page *page);
