@@ -8,7 +8,8 @@
  * allocated, the queries, the ts_ API and, outside the ThreadSanitizer
  * build, every operator new/delete form from first_operation_ops.cc)
  * RACERS fresh threads are released together from a barrier and make that
- * call first; then they allocate, check and free a mixed batch.  Fails on a
+ * call first; once all have made it, they allocate, check and free a mixed
+ * batch.  Fails on a
  * crash, a wrong result of the first call, or damage afterwards.
  */
 #include <errno.h>
@@ -348,14 +349,25 @@ struct racer {
 
 static pthread_barrier_t start_line;
 
-static void *racer_main(void *arg)
+static void wait_for_racers(void)
 {
-	struct racer *r = arg;
 	int rc = pthread_barrier_wait(&start_line);
 
 	if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
 		check_fail(__FILE__, __LINE__, "pthread_barrier_wait", "");
+}
+
+/*
+ * The first calls race only with each other: get_data_segment_size() is a
+ * snapshot to be taken while no other thread allocates (ts_malloc.h).
+ */
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+
+	wait_for_racers();
 	r->op->first(r->arg);
+	wait_for_racers();
 	after_work();
 	return NULL;
 }
