@@ -13,7 +13,7 @@
 
 #define BLOCKS 4000
 #define THREADS 4
-#define ROUNDS 20
+#define ROUNDS 8
 #define MALLOC_ALIGN 16
 
 typedef void *(*alloc_fn)(size_t);
@@ -32,7 +32,7 @@ static size_t block_size(size_t i, size_t round)
 {
 	size_t n = (i * 53 + round * 17) % 1024;
 
-	return i % 97 == 0 ? n * 700 : n;
+	return i % 97 == 0 ? n * 70 : n;
 }
 
 /* Allocate, pattern, check and free BLOCKS blocks of one family. */
