@@ -18,31 +18,50 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
 		heap = tl_heap_get_or_create();
 		if (heap == NULL)
 			goto oom;
+	} else if (tl_unlikely(heap == &tl_heap_exiting)) {
+		return tl_shared_malloc(size);
 	}
 	if (size > TL_MEDIUM_MAX)
 		return tl_large_alloc(size, 0);
 	tl_page *page = tl_heap_find_page(heap, tl_size_to_class(size));
 	if (page == NULL)
 		goto oom;
-	tl_block *block = page->free;
-	page->free = block->next;
-	page->used++;
-	return block;
+	return tl_page_pop(page);
 oom:
 	errno = ENOMEM;
 	return NULL;
+}
+
+/*
+ * The caller's fast path found its page's free list empty.  Most often the
+ * page's own frees wait in local_free: take them here, before the generic
+ * path, so a malloc/free cycle on a hot page stays a few instructions.
+ */
+void *tl_malloc_slow(size_t size)
+{
+	tl_heap *heap = tl_heap_local;
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_page *page = tl_direct_local[(size + 15) >> 4];
+		tl_block *block = page->local_free;
+		if (tl_likely(block != NULL)) {
+			page->local_free = NULL;
+			page->free = block->next;
+			return block;
+		}
+	}
+	return tl_malloc_generic(heap, size);
 }
 
 void *tl_alloc_aligned(size_t alignment, size_t size)
 {
 	tl_assert(alignment != 0 && (alignment & (alignment - 1)) == 0);
 	if (alignment <= TL_MIN_ALIGN)
-		return tl_heap_malloc(tl_heap_local, size);
+		return tl_malloc_local(size);
 	if (alignment <= TL_SLICE_SIZE && size <= TL_MEDIUM_MAX) {
 		size_t n = size < alignment ? alignment : size;
 		for (unsigned cls = tl_size_to_class(n); cls < TL_CLASSES; cls++)
 			if (tl_class_size[cls] % alignment == 0)
-				return tl_heap_malloc(tl_heap_local,
+				return tl_malloc_local(
 						      tl_class_size[cls]);
 	}
 	return tl_large_alloc(size, alignment);
@@ -64,7 +83,7 @@ void *tl_calloc_impl(size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = tl_heap_malloc(tl_heap_local, total);
+	void *p = tl_malloc_local(total);
 	if (p != NULL && !tl_large_is_fresh(p))
 		memset(p, 0, total);
 	return p;
@@ -73,9 +92,9 @@ void *tl_calloc_impl(size_t count, size_t size)
 void *tl_realloc_impl(void *p, size_t size)
 {
 	if (p == NULL)
-		return tl_heap_malloc(tl_heap_local, size);
+		return tl_malloc_local(size);
 	if (size == 0) {	/* glibc: free and return NULL */
-		tl_heap_free(tl_heap_local, p);
+		tl_free_local(p);
 		return NULL;
 	}
 	size_t usable = tl_block_usable(p);
@@ -86,10 +105,10 @@ void *tl_realloc_impl(void *p, size_t size)
 	} else if (size <= usable && size >= usable / 2) {
 		return p;
 	}
-	void *q = tl_heap_malloc(tl_heap_local, size);
+	void *q = tl_malloc_local(size);
 	if (q == NULL)
 		return NULL;
 	memcpy(q, p, size < usable ? size : usable);
-	tl_heap_free(tl_heap_local, p);
+	tl_free_local(p);
 	return q;
 }

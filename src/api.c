@@ -26,25 +26,25 @@ const char *tl_version(void)
 
 void *tl_malloc(size_t size)
 {
-	return tl_heap_malloc(tl_heap_local, size);
+	return tl_malloc_local(size);
 }
 
 void tl_free(void *ptr)
 {
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void tl_free_sized(void *ptr, size_t size)
 {
 	(void)size;
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void tl_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 {
 	(void)alignment;
 	(void)size;
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
 }
 
 void *tl_calloc(size_t count, size_t size)
@@ -131,8 +131,9 @@ size_t tl_usable_size(const void *ptr)
 int tl_trim(void)
 {
 	tl_heap *heap = tl_heap_local;
-	if (heap != &tl_heap_empty)
-		tl_heap_release_cached(heap);
+	if (tl_heap_is_thread_heap(heap))
+		tl_heap_collect_all(heap, true);
+	tl_shared_collect(true);
 	return tl_pool_purge(true) ? 1 : 0;
 }
 
@@ -164,13 +165,30 @@ TL_ALIAS(memalign, tl_memalign);
 TL_ALIAS(valloc, tl_valloc);
 TL_ALIAS(pvalloc, tl_pvalloc);
 
+/*
+ * Every C++ operator delete (new_delete.c has the news): plain, array,
+ * nothrow, sized, aligned, sized and aligned.  The hints are not needed.
+ */
+TL_ALIAS(_ZdlPv, tl_free);
+TL_ALIAS(_ZdaPv, tl_free);
+TL_ALIAS(_ZdlPvRKSt9nothrow_t, tl_free_sized);
+TL_ALIAS(_ZdaPvRKSt9nothrow_t, tl_free_sized);
+TL_ALIAS(_ZdlPvm, tl_free_sized);
+TL_ALIAS(_ZdaPvm, tl_free_sized);
+TL_ALIAS(_ZdlPvSt11align_val_t, tl_free_sized);
+TL_ALIAS(_ZdaPvSt11align_val_t, tl_free_sized);
+TL_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdlPvmSt11align_val_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdaPvmSt11align_val_t, tl_free_aligned_sized);
+
 /* glibc declares it with a non-const pointer. */
-size_t malloc_usable_size(void *ptr)
+TL_API size_t malloc_usable_size(void *ptr)
 {
 	return tl_usable_size(ptr);
 }
 
-int malloc_trim(size_t pad)
+TL_API int malloc_trim(size_t pad)
 {
 	(void)pad;
 	return tl_trim();

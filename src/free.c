@@ -28,15 +28,15 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	}
 	if (owner == TL_OWNER_FREE)
 		tl_fatal("free", p, "block of a free page (double free?)");
-	if (owner == ((uintptr_t)heap | TL_OWNER_FULL)) {
-		tl_block *block = p;
-		block->next = page->local_free;
-		page->local_free = block;
-		page->used--;
+	if (owner == (heap->id | TL_OWNER_FULL)) {
+		tl_page_push_local(page, p);
 		tl_heap_page_unfull(heap, page);
-		if (page->used == 0)
-			tl_heap_page_retire(heap, page);
 		return;
 	}
 	free_remote(page, p);
+}
+
+void tl_free_slow(tl_page *page, void *p)
+{
+	tl_free_generic(tl_heap_local, page, p);
 }

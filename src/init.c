@@ -9,8 +9,10 @@
  * from another thread meanwhile) goes on without waiting.
  *
  * Thread exit: the key's destructor hands the heap back (tl_heap_destroy)
- * and the thread sees tl_heap_empty again; a later malloc from another
- * key's destructor makes a new heap, which the next destructor round frees.
+ * and the thread sees tl_heap_exiting: a malloc from a later destructor
+ * (of another key, in this or a later round) takes a block from the shared
+ * heap, whose blocks anyone may free, instead of making a heap that no
+ * destructor would hand back.
  *
  * fork: the prepare handler takes the lock baseline's lock and the pool
  * lock, so no other thread holds them at the fork; the child resets them.
@@ -35,7 +37,7 @@ static tl_atomic_u32 purger_running;
 static void thread_exit(void *arg)
 {
 	tl_heap *heap = arg;
-	tl_heap_local = &tl_heap_empty;
+	tl_heap_local = &tl_heap_exiting;
 	tl_heap_destroy(heap);
 	tl_pool_heap_free(heap);
 }

@@ -23,7 +23,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 	page->block_size = tl_class_size[cls];
 	page->reserved = (uint32_t)(area / page->block_size);
 	page->capacity = 0;
-	page->used = 0;
+	page->avail = 0;
 	page->free = NULL;
 	page->local_free = NULL;
 	tl_uptr_store_relaxed(&page->thread_free, 0);
@@ -47,34 +47,48 @@ bool tl_page_extend(tl_page *page)
 	((tl_block *)p)->next = page->free;
 	page->free = (tl_block *)first;
 	page->capacity += n;
+	page->avail += n;
 	return true;
 }
 
-void tl_page_collect(tl_page *page)
+/* Put a list in front of free; returns its length. */
+static uint32_t splice_into_free(tl_page *page, tl_block *list)
 {
-	if (page->local_free != NULL && page->free == NULL) {
-		page->free = page->local_free;
-		page->local_free = NULL;
-	} else if (page->local_free != NULL) {
-		tl_block *last = page->local_free;
-		while (last->next != NULL)
-			last = last->next;
-		last->next = page->free;
-		page->free = page->local_free;
-		page->local_free = NULL;
-	}
-	if (tl_uptr_load_relaxed(&page->thread_free) == 0)
-		return;
-	tl_block *list = (tl_block *)tl_uptr_exchange_acquire(&page->thread_free, 0);
-	tl_block *last = list;
 	uint32_t n = 1;
+	tl_block *last = list;
 	while (last->next != NULL) {
 		last = last->next;
 		n++;
 	}
 	last->next = page->free;
 	page->free = list;
-	page->used -= n;
+	return n;
+}
+
+void tl_page_collect(tl_page *page)
+{
+	if (page->local_free != NULL) {
+		page->avail += splice_into_free(page, page->local_free);
+		page->local_free = NULL;
+	}
+	if (tl_uptr_load_relaxed(&page->thread_free) != 0) {
+		tl_block *list = (tl_block *)
+			tl_uptr_exchange_acquire(&page->thread_free, 0);
+		page->avail += splice_into_free(page, list);
+	}
+}
+
+bool tl_page_collect_head(tl_page *page)
+{
+	if (page->local_free != NULL) {
+		page->free = page->local_free;
+		page->local_free = NULL;
+		return true;
+	}
+	if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+		return false;
+	page->free = (tl_block *)tl_uptr_exchange_acquire(&page->thread_free, 0);
+	return true;
 }
 
 static size_t list_length(const tl_block *b)
@@ -85,8 +99,7 @@ static size_t list_length(const tl_block *b)
 	return n;
 }
 
-size_t tl_page_count_free(const tl_page *page)
+void tl_page_count_avail(tl_page *page)
 {
-	return list_length(page->free) + list_length(page->local_free) +
-	       list_length((const tl_block *)tl_uptr_load_acquire(&page->thread_free));
+	page->avail = (uint32_t)list_length(page->free);
 }

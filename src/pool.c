@@ -120,7 +120,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
 			tl_lock_release(&pool.lock);
-			tl_uptr_store_relaxed(&page->owner, (uintptr_t)heap);
+			tl_uptr_store_relaxed(&page->owner, heap->id);
 			tl_page_collect(page);
 			return page;
 		}
@@ -132,7 +132,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 			return NULL;
 	}
 	tl_page_format(page, cls);
-	tl_uptr_store_relaxed(&page->owner, (uintptr_t)heap);
+	tl_uptr_store_relaxed(&page->owner, heap->id);
 	return page;
 }
 
@@ -309,7 +309,10 @@ bool tl_pool_purge_pending(void)
 	return pending;
 }
 
-/* Bytes of live blocks: a snapshot that reads other heaps' counters. */
+/*
+ * Bytes of live blocks: a snapshot that reads other heaps' counters, which
+ * count frees only when collected (see tl_page): an upper bound.
+ */
 static size_t live_bytes_locked(void)
 {
 	size_t live = 0;
@@ -326,9 +329,12 @@ static size_t live_bytes_locked(void)
 			if (page->in_pool ||
 			    tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
 				continue;
-			live += (size_t)__atomic_load_n(&page->used,
-							__ATOMIC_RELAXED) *
-				page->block_size;
+			uint32_t cap = __atomic_load_n(&page->capacity,
+						       __ATOMIC_RELAXED);
+			uint32_t avail = __atomic_load_n(&page->avail,
+							 __ATOMIC_RELAXED);
+			if (cap > avail)
+				live += (size_t)(cap - avail) * page->block_size;
 		}
 	}
 	return live;

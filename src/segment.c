@@ -119,7 +119,6 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 	tl_page *hp = &seg->pages[0];
 	hp->kind = TL_PAGE_HUGE;
 	hp->start = (uint8_t *)seg + offset;
-	hp->used = 1;
 	hp->capacity = hp->reserved = 1;
 	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
 	for (size_t s = 0; s <= TL_SLICES; s++)

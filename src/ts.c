@@ -1,5 +1,9 @@
 /*
- * ts.c - the classic comparison API of include/ts_malloc.h.
+ * ts.c - the shared heap behind one lock, and the classic comparison API of
+ * include/ts_malloc.h built on it.
+ *
+ * The shared heap also serves threads past their exit destructor
+ * (tl_heap_exiting), whose allocations must not build a new heap.
  *
  * ts_malloc_lock/ts_free_lock run tlmalloc's own heap code on one heap
  * shared by every thread, behind one futex lock: the naive design, with the
@@ -13,24 +17,38 @@
 
 static tl_lock ts_lock = TL_LOCK_INIT;
 static tl_heap ts_heap;
+static tl_page *ts_direct[TL_DIRECT_SLOTS];
 static bool ts_ready;	/* under ts_lock */
 
 static tl_heap *ts_heap_locked(void)
 {
 	if (tl_unlikely(!ts_ready)) {
 		tl_process_init();
-		tl_heap_init(&ts_heap, false);
+		tl_heap_init(&ts_heap, ts_direct, (uintptr_t)&ts_heap, false);
 		ts_ready = true;
 	}
 	return &ts_heap;
 }
 
-void *ts_malloc_lock(size_t size)
+void *tl_shared_malloc(size_t size)
 {
 	tl_lock_acquire(&ts_lock);
 	void *p = tl_heap_malloc(ts_heap_locked(), size);
 	tl_lock_release(&ts_lock);
 	return p;
+}
+
+void tl_shared_collect(bool release)
+{
+	tl_lock_acquire(&ts_lock);
+	if (ts_ready)
+		tl_heap_collect_all(&ts_heap, release);
+	tl_lock_release(&ts_lock);
+}
+
+void *ts_malloc_lock(size_t size)
+{
+	return tl_shared_malloc(size);
 }
 
 void ts_free_lock(void *ptr)
@@ -42,25 +60,35 @@ void ts_free_lock(void *ptr)
 
 void *ts_malloc_nolock(size_t size)
 {
-	return tl_heap_malloc(tl_heap_local, size);
+	return tl_malloc_local(size);
 }
 
 void ts_free_nolock(void *ptr)
 {
-	tl_heap_free(tl_heap_local, ptr);
+	tl_free_local(ptr);
+}
+
+/* Count the frees of the caller's heap and of the shared heap first. */
+static void stats_get(struct tl_pool_stats *st)
+{
+	tl_heap *heap = tl_heap_local;
+	if (tl_heap_is_thread_heap(heap))
+		tl_heap_collect_all(heap, false);
+	tl_shared_collect(false);
+	tl_pool_stats_get(st);
 }
 
 unsigned long get_data_segment_size(void)
 {
 	struct tl_pool_stats st;
-	tl_pool_stats_get(&st);
+	stats_get(&st);
 	return (unsigned long)(st.mapped - st.purged);
 }
 
 unsigned long get_data_segment_free_space_size(void)
 {
 	struct tl_pool_stats st;
-	tl_pool_stats_get(&st);
+	stats_get(&st);
 	size_t held = st.mapped - st.purged;
 	return (unsigned long)(held > st.live ? held - st.live : 0);
 }

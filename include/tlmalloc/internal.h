@@ -69,19 +69,27 @@ static inline void tl_list_remove(tl_page_list *l, tl_page *p)
 /* ---- thread-local heap (heap.c) ---- */
 extern __thread tl_heap *tl_heap_local
 	__attribute__((tls_model("initial-exec")));
+extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
+	__attribute__((tls_model("initial-exec")));
 extern tl_heap tl_heap_empty;
+extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
 
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
-void tl_heap_init(tl_heap *heap, bool is_thread_heap);
+/* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
+		  bool is_thread_heap);
+/* Not tl_heap_empty nor tl_heap_exiting. */
+bool tl_heap_is_thread_heap(const tl_heap *heap);
+/* Count every page exactly; with release, empty pages (heads too) go back. */
+void tl_heap_collect_all(tl_heap *heap, bool release);
 /* Release a heap's pages: empty ones to the pool, live ones abandoned. */
 void tl_heap_destroy(tl_heap *heap);
 /* A page of class cls with a free block, or NULL when out of memory. */
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
-/* The owner freed into a page flagged full, or emptied a page. */
+/* The owner freed into a page flagged full: back to its queue. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
-void tl_heap_page_retire(tl_heap *heap, tl_page *page);
 /* Return every empty page the heap caches to the pool. */
 void tl_heap_release_cached(tl_heap *heap);
 
@@ -93,10 +101,16 @@ unsigned tl_size_to_class(size_t size);
 void tl_page_format(tl_page *page, unsigned cls);
 /* Carve more fresh blocks into page->free; false if none are left. */
 bool tl_page_extend(tl_page *page);
-/* Move local_free and thread_free into free, updating used. */
+/* Move local_free and thread_free into free, counting them in avail. */
 void tl_page_collect(tl_page *page);
-/* Free blocks still linked anywhere in the page (diagnostics). */
-size_t tl_page_count_free(const tl_page *page);
+/*
+ * A queue head whose free list ran dry takes its local frees, or else its
+ * thread frees, without counting them (its avail means nothing until it
+ * leaves the head).  False if there were none.
+ */
+bool tl_page_collect_head(tl_page *page);
+/* Recount avail from the free list (a head page leaving the fast path). */
+void tl_page_count_avail(tl_page *page);
 
 /* ---- segments (segment.c) ---- */
 static inline tl_segment *tl_segment_of(const void *p)
@@ -147,7 +161,11 @@ void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
 void tl_pool_fork_child(void);
 
-/* ---- the lock baseline (ts.c) ---- */
+/* ---- the shared heap behind one lock (ts.c) ---- */
+/* malloc from the shared heap: the lock baseline, and exiting threads. */
+void *tl_shared_malloc(size_t size);
+/* tl_heap_collect_all of the shared heap, under its lock. */
+void tl_shared_collect(bool release);
 void tl_ts_fork_prepare(void);
 void tl_ts_fork_parent(void);
 void tl_ts_fork_child(void);
@@ -161,7 +179,11 @@ bool tl_large_is_fresh(const void *p);
 
 /* ---- allocation and free (alloc.c, free.c) ---- */
 void *tl_malloc_generic(tl_heap *heap, size_t size) TL_NOINLINE;
+/* The same for the calling thread's heap. */
+void *tl_malloc_slow(size_t size) TL_NOINLINE;
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p) TL_NOINLINE;
+/* The same for the calling thread's heap. */
+void tl_free_slow(tl_page *page, void *p) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
 size_t tl_block_usable(const void *p);
 void *tl_realloc_impl(void *p, size_t size);
@@ -179,18 +201,60 @@ __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 
 /* ---- the fast paths ---- */
 
+/*
+ * owner is written by other threads (atomically) only to values that are
+ * never the reader's heap, so the fast path may read it plainly and compare
+ * in one instruction; ThreadSanitizer builds read it atomically.
+ */
+static inline uintptr_t tl_page_owner_fast(const tl_page *page)
+{
+#if defined(__SANITIZE_THREAD__)
+	return tl_uptr_load_relaxed(&page->owner);
+#else
+	return *(const uintptr_t *)&page->owner;
+#endif
+}
+
+static inline tl_block *tl_page_pop(tl_page *page)
+{
+	tl_block *block = page->free;
+	if (tl_likely(block != NULL))
+		page->free = block->next;
+	return block;
+}
+
 static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 {
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_page *page = heap->direct[(size + 15) >> 4];
-		tl_block *block = page->free;
-		if (tl_likely(block != NULL)) {
-			page->free = block->next;
-			page->used++;
+		tl_block *block = tl_page_pop(heap->direct[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
 			return block;
-		}
 	}
 	return tl_malloc_generic(heap, size);
+}
+
+/* The thread pointer: the calling thread's heap id. */
+static inline uintptr_t tl_thread_id(void)
+{
+	return (uintptr_t)__builtin_thread_pointer();
+}
+
+/* The calling thread's malloc: its direct table sits in TLS. */
+static inline void *tl_malloc_local(size_t size)
+{
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_block *block = tl_page_pop(tl_direct_local[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
+			return block;
+	}
+	return tl_malloc_slow(size);
+}
+
+static inline void tl_page_push_local(tl_page *page, void *p)
+{
+	tl_block *block = p;
+	block->next = page->local_free;
+	page->local_free = block;
 }
 
 static inline void tl_heap_free(tl_heap *heap, void *p)
@@ -198,16 +262,24 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 	if (tl_unlikely(p == NULL))
 		return;
 	tl_page *page = tl_page_of(tl_segment_of(p), p);
-	if (tl_likely(tl_uptr_load_relaxed(&page->owner) == (uintptr_t)heap)) {
-		tl_block *block = p;
-		block->next = page->local_free;
-		page->local_free = block;
-		if (tl_likely(--page->used != 0))
-			return;
-		tl_heap_page_retire(heap, page);
+	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
+		tl_page_push_local(page, p);
 		return;
 	}
 	tl_free_generic(heap, page, p);
+}
+
+/* The calling thread's free: compares with the thread pointer. */
+static inline void tl_free_local(void *p)
+{
+	if (tl_unlikely(p == NULL))
+		return;
+	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
+		tl_page_push_local(page, p);
+		return;
+	}
+	tl_free_slow(page, p);
 }
 
 #endif /* TLMALLOC_INTERNAL_H */

@@ -66,10 +66,13 @@ typedef struct tl_heap tl_heap;
 typedef struct tl_segment tl_segment;
 
 /*
- * Values of tl_page.owner: a heap pointer (heaps are 64-byte aligned), with
- * TL_OWNER_FULL set while the page sits in its heap's full list, or one of
- * the small markers below.  The free fast path compares owner with the
- * caller's heap: any flag or marker sends it to the generic path.
+ * Values of tl_page.owner: the owning heap's id (its thread's pointer, or
+ * its own address; both 64-byte aligned), with TL_OWNER_FULL set while the
+ * page sits in its heap's full list, or one of the small markers below.
+ * The free fast path compares owner with the caller's thread pointer: any
+ * flag or marker sends it to the generic path.  A thread pointer can be
+ * reused by a later thread only after the exit of the first, which leaves
+ * no page with its id (tl_heap_destroy).
  */
 #define TL_OWNER_FREE 0u	/* in the pool, or never used */
 #define TL_OWNER_ABANDONED 2u	/* its thread exited with live blocks */
@@ -80,20 +83,27 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
 
 /*
  * A page descriptor; the fields the fast paths touch come first.
- * Invariants, for a page owned by a heap:
- *   used == blocks handed out and not yet collected back, i.e.
- *   capacity == used + len(free) + len(local_free) + len(thread_free)
- *   capacity <= reserved; blocks [capacity, reserved) are not carved yet.
- *   The page is in exactly one list: its class queue of the owner heap, the
- *   owner's full list (owner has TL_OWNER_FULL), the owner's empty cache,
- *   the pool's free list, or the pool's abandoned list of its class.
+ *
+ * Counting: the fast paths do not count.  avail is the length of free as
+ * of the last count, exact for every page but the head of its class queue,
+ * whose free list malloc pops without counting.  A head page leaves the
+ * queue only once free is empty, so avail is exact again then.  local_free
+ * and thread_free are counted when collected (tl_page_collect), which
+ * walks them once: amortised O(1) a block.  So for a page that is not a
+ * queue head, blocks in use = capacity - avail - (uncollected frees), and
+ * after a collect, capacity == avail means the page is empty.
+ *
+ * The page is in exactly one list: its class queue of the owner heap, the
+ * owner's full list (owner has TL_OWNER_FULL; free and avail are empty),
+ * the owner's empty cache, the pool's free list, or the pool's abandoned
+ * list of its class.
  */
 typedef struct tl_page {
 	tl_block *free;		/* owner: blocks to allocate from */
 	tl_block *local_free;	/* owner: blocks the owner freed */
 	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
 	tl_atomic_uptr owner;	/* heap | flags, or a marker; see above */
-	uint32_t used;		/* owner */
+	uint32_t avail;		/* owner: length of free when last counted */
 	uint32_t capacity;	/* owner: blocks carved so far */
 	uint32_t reserved;	/* blocks that fit in the page */
 	uint32_t block_size;	/* bytes per block; huge: usable bytes */
@@ -136,12 +146,21 @@ typedef struct tl_page_list {
  * under its lock), except the pool, which links dead heaps for reuse.
  */
 struct tl_heap {
-	/* Fast path: page to allocate from for size (n + 15) / 16. */
-	tl_page *direct[TL_DIRECT_SLOTS];
+	/*
+	 * Page to allocate from for size (n + 15) / 16: a thread heap's table
+	 * is its thread's TLS tl_direct_local, which the fast path reads
+	 * without going through the heap.
+	 */
+	tl_page **direct;
+	/* The owner word of its pages: the thread pointer of a thread heap
+	 * (what the free fast path compares), the heap's address otherwise. */
+	uintptr_t id;
 	tl_page_list queue[TL_CLASSES];	/* pages with (maybe) free blocks */
 	tl_page_list full;		/* pages found full, owner|FULL */
 	tl_page_list empty;		/* cached empty pages, any class */
 	uint32_t empty_count;
+	uint32_t pages_owned;		/* pages in the queues and full list */
+	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
 	uint32_t is_thread_heap;	/* destroyed at its thread's exit */
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
