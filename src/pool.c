@@ -28,10 +28,10 @@ static struct tl_pool {
 	tl_heap *free_heaps;
 	uint8_t *heap_area;
 	size_t heap_area_left;
-	size_t mapped;			/* bytes mapped for segments, heaps */
-	size_t clean;			/* of those, free and not resident */
+	size_t mapped;			/* bytes mapped for segments */
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
 	uint32_t heaps_live;
+	uint32_t heaps_made;			/* heap structs carved */
 	bool threaded;			/* a second heap was ever made */
 } pool = {
 	.lock = TL_LOCK_INIT,
@@ -63,7 +63,6 @@ void tl_pool_register_segment(tl_segment *seg)
 			if (size == 0)
 				continue;
 			page->in_pool = 1;
-			pool.clean += size;
 			tl_list_push_back(&pool.free_pages[seg->kind], page);
 		}
 	}
@@ -103,8 +102,6 @@ static tl_page *take_free_locked(enum tl_page_kind kind)
 		return NULL;
 	tl_list_remove(&pool.free_pages[kind], page);
 	page->in_pool = 0;
-	if (!page->dirty)
-		pool.clean -= page_area_size(page);
 	tl_segment_of(page->start)->used_pages++;
 	return page;
 }
@@ -154,7 +151,6 @@ void tl_pool_give_page(tl_page *page)
 			pool.next_purge_ms = page->purge_at_ms;
 		tl_list_push_front(&pool.free_pages[page->kind], page);
 	} else {
-		pool.clean += page_area_size(page);
 		tl_list_push_back(&pool.free_pages[page->kind], page);
 	}
 	due = now >= pool.next_purge_ms;
@@ -191,7 +187,7 @@ tl_heap *tl_pool_heap_alloc(void)
 			heap = (tl_heap *)pool.heap_area;
 			pool.heap_area += sizeof(tl_heap);
 			pool.heap_area_left -= sizeof(tl_heap);
-			pool.mapped += sizeof(tl_heap);
+			pool.heaps_made++;
 		}
 	}
 	if (heap != NULL && ++pool.heaps_live >= 2)
@@ -231,8 +227,6 @@ static void drop_segment_locked(tl_segment *seg)
 		if (!page->in_pool)
 			continue;
 		tl_list_remove(&pool.free_pages[seg->kind], page);
-		if (!page->dirty)
-			pool.clean -= page_area_size(page);
 	}
 	unregister_locked(seg);
 }
@@ -295,7 +289,6 @@ bool tl_pool_purge(bool force)
 		page->dirty = 0;
 		page->in_pool = 1;
 		tl_segment_of(page->start)->used_pages--;
-		pool.clean += page_area_size(page);
 		tl_list_push_back(&pool.free_pages[page->kind], page);
 	}
 	tl_lock_release(&pool.lock);
@@ -311,44 +304,54 @@ bool tl_pool_purge_pending(void)
 }
 
 /*
- * Bytes of live blocks: a snapshot that reads other heaps' counters, which
- * count frees only when collected (see tl_page): an upper bound.
+ * Bytes held and bytes live, page by page: a snapshot that reads other
+ * heaps' counters (relaxed).  Held: what has been touched and not given
+ * back - the blocks carved of owned pages, dirty free pages, segment
+ * headers, huge blocks, heap structs; never-touched or purged memory is
+ * not held.  Live: carved blocks not counted free; frees not yet collected
+ * count as live.
  */
-static size_t live_bytes_locked(void)
+static void stats_walk_locked(struct tl_pool_stats *out)
 {
-	size_t live = 0;
+	size_t page_size = tl_os_page_size();
+	size_t header = (sizeof(tl_segment) + page_size - 1) & ~(page_size - 1);
 	for (const tl_segment *seg = pool.segments; seg != NULL;
 	     seg = seg->next) {
 		if (seg->kind == TL_PAGE_HUGE) {
-			const tl_page *page = &seg->pages[0];
-			live += seg->map_size -
-				(size_t)(page->start - (const uint8_t *)seg);
+			out->held += seg->map_size;
+			out->live += seg->map_size;
 			continue;
 		}
+		out->held += header;
 		for (uint32_t i = 0; i < seg->page_count; i++) {
 			const tl_page *page = &seg->pages[i];
-			if (page->in_pool ||
-			    tl_uptr_load_acquire(&page->owner) == TL_OWNER_FREE)
+			if (page->in_pool) {
+				if (page->dirty)
+					out->held += page_area_size(page);
 				continue;
-			uint32_t cap = __atomic_load_n(&page->capacity,
+			}
+			bool owned = tl_uptr_load_acquire(&page->owner) !=
+				     TL_OWNER_FREE;
+			size_t cap = __atomic_load_n(&page->capacity,
+						     __ATOMIC_RELAXED);
+			size_t avail = __atomic_load_n(&page->avail,
 						       __ATOMIC_RELAXED);
-			uint32_t avail = __atomic_load_n(&page->avail,
-							 __ATOMIC_RELAXED);
-			uint32_t bs = __atomic_load_n(&page->block_size,
-						      __ATOMIC_RELAXED);
-			if (cap > avail)
-				live += (size_t)(cap - avail) * bs;
+			size_t bs = __atomic_load_n(&page->block_size,
+						    __ATOMIC_RELAXED);
+			out->held += cap * bs;
+			if (owned && cap > avail)
+				out->live += (cap - avail) * bs;
 		}
 	}
-	return live;
 }
 
 void tl_pool_stats_get(struct tl_pool_stats *out)
 {
+	*out = (struct tl_pool_stats){ 0 };
 	tl_lock_acquire(&pool.lock);
 	out->mapped = pool.mapped;
-	out->purged = pool.clean;
-	out->live = live_bytes_locked();
+	out->held = pool.heaps_made * sizeof(tl_heap);
+	stats_walk_locked(out);
 	tl_lock_release(&pool.lock);
 }
 

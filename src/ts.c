@@ -82,15 +82,14 @@ unsigned long get_data_segment_size(void)
 {
 	struct tl_pool_stats st;
 	stats_get(&st);
-	return (unsigned long)(st.mapped - st.purged);
+	return (unsigned long)st.held;
 }
 
 unsigned long get_data_segment_free_space_size(void)
 {
 	struct tl_pool_stats st;
 	stats_get(&st);
-	size_t held = st.mapped - st.purged;
-	return (unsigned long)(held > st.live ? held - st.live : 0);
+	return (unsigned long)(st.held > st.live ? st.held - st.live : 0);
 }
 
 void tl_ts_fork_prepare(void)

@@ -153,8 +153,8 @@ uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 
 /* ---- the global pool (pool.c) ---- */
 struct tl_pool_stats {
-	size_t mapped;		/* bytes mapped from the OS */
-	size_t purged;		/* of those, given back with madvise */
+	size_t mapped;		/* bytes of address space mapped */
+	size_t held;		/* of those, touched and not given back */
 	size_t live;		/* bytes of blocks handed out */
 };
 /* A formatted page of class cls owned by heap (adopted or fresh). */
