@@ -8,7 +8,7 @@
  *   --rand local  a thread-local generator, so the allocator's cost shows,
  * sums each one and drops it.  Built twice, as containers_O0 (-O0) and
  * containers_O3 (-O3): unoptimised code spends its time elsewhere.
- * --iters defaults to 2e6 (quick 2e5) with --rand std and to four times
+ * --iters defaults to 2e6 (quick 2e5) with --rand std and to three times
  * that with --rand local, which runs that much faster.
  *
  * Checks: every vector has the length drawn and sums to the values pushed;
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	const char *rand_kind = "std";
 	const bench_opt opts[] = {
 		{ "--threads", "threads (default 4)", &threads, NULL },
-		{ "--iters", "vectors in all (default 2e6, quick 2e5; four "
+		{ "--iters", "vectors in all (default 2e6, quick 2e5; three "
 			     "times that with --rand local)", &iters, NULL },
 		{ "--max", "longest vector (default 100)", &max_len, NULL },
 		{ "--rand", "std (std::rand) or local (thread-local "
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 	bench_require(!strcmp(rand_kind, "std") || !strcmp(rand_kind, "local"),
 		      argv[0], "--rand: std or local");
 	use_std_rand = !strcmp(rand_kind, "std");
-	long scale = use_std_rand ? 1 : 4;
+	long scale = use_std_rand ? 1 : 3;
 	bench_pick(&threads, 4, 4);
 	bench_pick(&iters, 2000000 * scale, 200000 * scale);
 	bench_pick(&max_len, 100, 100);

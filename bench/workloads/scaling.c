@@ -2,7 +2,7 @@
  * scaling.c - thread scaling: one fixed amount of work split over --threads
  * (the harness runs 1, 2, 4, 8).  The work is rounds of "allocate a set of
  * --set blocks of random sizes 16..1024, check them, free them": --iters
- * blocks in all (default 4e7, quick 4e6), so more threads means less work
+ * blocks in all (default 6e7, quick 6e6), so more threads means less work
  * each.  With a lock, time grows with every thread added; with thread-local
  * heaps it should not, while the memory held stays about the same.
  *
@@ -142,8 +142,8 @@ int main(int argc, char **argv)
 	const struct bench_opt opts[] = {
 		{ "--threads", "threads sharing the work (default 8)", &threads,
 		  NULL },
-		{ "--iters", "blocks allocated in all (default 4e7, quick "
-			     "4e6)", &iters, NULL },
+		{ "--iters", "blocks allocated in all (default 6e7, quick "
+			     "6e6)", &iters, NULL },
 		{ "--set", "blocks a thread holds at once (default 1000)", &set,
 		  NULL },
 		{ "--api", "lock or nolock (scaling_ts only)", NULL, &api },
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 	bench_parse(argc, argv, "Fixed work split over N threads: hold a set "
 		    "of random-size blocks, free it, repeat.", opts);
 	bench_pick(&threads, 8, 8);
-	bench_pick(&iters, 40000000, 4000000);
+	bench_pick(&iters, 60000000, 6000000);
 	bench_pick(&set, 1000, 1000);
 	choose_api(argv[0], api);
 	bench_require(threads >= 1 && set >= 1, argv[0],
