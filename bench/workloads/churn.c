@@ -84,8 +84,8 @@ int main(int argc, char **argv)
 	bench_pick(&threads, 8, 8);
 	bench_pick(&waves, 2000, 200);
 	bench_pick(&blocks, 1000, 1000);
-	bench_require(threads >= 1 && blocks >= 1, argv[0],
-		      "--threads and --blocks must be >= 1");
+	bench_require(threads >= 1 && waves >= 1 && blocks >= 1, argv[0],
+		      "--threads, --iters and --blocks must be >= 1");
 
 	/* Wave v frees store[v % 2] and fills store[(v + 1) % 2]. */
 	store[0] = (struct block *)calloc((size_t)(threads * blocks),

@@ -133,7 +133,8 @@ int main(int argc, char **argv)
 		    "growing a buffer.", opts);
 	bench_pick(&threads, 2, 2);
 	bench_pick(&iters, 20, 2);
-	bench_require(threads >= 1, argv[0], "--threads must be >= 1");
+	bench_require(threads >= 1 && iters >= 1, argv[0],
+		      "--threads and --iters must be >= 1");
 
 	w = (struct worker *)calloc((size_t)threads, sizeof(*w));
 	if (!w)

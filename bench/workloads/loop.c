@@ -54,7 +54,8 @@ int main(int argc, char **argv)
 	bench_parse(argc, argv, "The malloc/free loop on N threads.", opts);
 	bench_pick(&threads, 32, 32);
 	bench_pick(&iters, 10000000, 1000000);
-	bench_require(threads >= 1, argv[0], "--threads must be >= 1");
+	bench_require(threads >= 1 && iters >= 1, argv[0],
+		      "--threads and --iters must be >= 1");
 
 	w = (struct worker *)calloc((size_t)threads, sizeof(*w));
 	if (!w)

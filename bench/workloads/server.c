@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 	bench_pick(&iters, 5000000, 500000);
 	bench_pick(&per, 1000, 1000);
 	bench_pick(&remote, 25, 25);
-	bench_require(threads >= 1 && per >= 1, argv[0],
-		      "--threads and --slots must be >= 1");
+	bench_require(threads >= 1 && iters >= 1 && per >= 1, argv[0],
+		      "--threads, --iters and --slots must be >= 1");
 	bench_require(remote <= 100, argv[0], "--remote is a percentage");
 	slots = threads * per;
 
