@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 	const struct bench_opt opts[] = {
 		{ "--threads", "threads per wave (default 8)", &threads, NULL },
 		{ "--iters", "waves (default 2000, quick 200)", &waves, NULL },
-		{ "--blocks", "blocks per thread (default 1000)", &blocks, NULL },
+		{ "--blocks", "blocks per thread (default 1000)", &blocks,
+		  NULL },
 		{ NULL, NULL, NULL, NULL },
 	};
 	struct block *store[2];

@@ -71,7 +71,9 @@ static inline long bench_number(const char *text)
 	char *end;
 	double v = strtod(text, &end);
 
-	if (end == text || *end || !(v >= 0) || v > 1e15 || v != (double)(long)v)
+	if (end == text || *end || !(v >= 0) || v > 1e15)
+		return -1;
+	if (v != (double)(long)v)
 		return -1;
 	return (long)v;
 }
@@ -80,7 +82,8 @@ static inline const struct bench_opt *bench_find(const struct bench_opt *opts,
 						 const char *name, size_t len)
 {
 	for (; opts->name; opts++)
-		if (strlen(opts->name) == len && !strncmp(opts->name, name, len))
+		if (strlen(opts->name) == len &&
+		    !strncmp(opts->name, name, len))
 			return opts;
 	return NULL;
 }
@@ -116,8 +119,8 @@ static inline void bench_parse(int argc, char **argv, const char *what,
 		}
 		*o->num = bench_number(value);
 		if (*o->num < 0)
-			bench_usage_error(argv[0], "%s: '%s' is not a whole number",
-					  o->name, value);
+			bench_usage_error(argv[0], "%s: '%s' is not a "
+					  "whole number", o->name, value);
 	}
 }
 
@@ -160,7 +163,8 @@ static inline void bench_fail(const char *fmt, ...)
 	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
 	va_list ap;
 
-	pthread_mutex_lock(&once);	/* never unlocked: one report, one exit */
+	/* Never unlocked: one report, one exit. */
+	pthread_mutex_lock(&once);
 	fflush(stdout);
 	printf("check FAILED: ");
 	va_start(ap, fmt);

@@ -73,7 +73,8 @@ int main(int argc, char **argv)
 	bench_pick(&reps, 10000, 10000);
 	bench_pick(&size, 8, 8);
 	bench_require(threads >= 1 && iters >= 1 && reps >= 1 && size >= 1,
-		      argv[0], "--threads, --iters, --reps and --size must be >= 1");
+		      argv[0], "--threads, --iters, --reps and --size must "
+		      "be >= 1");
 
 	w = (struct worker *)calloc((size_t)threads, sizeof(*w));
 	if (!w)

@@ -68,7 +68,8 @@ static void fill_set(struct block *set, long n, uint64_t *rng, uint32_t id)
 		b->n = bench_between(rng, MIN_SIZE, MAX_SIZE);
 		b->p = (char *)alloc_fn(b->n);
 		if (!b->p)
-			bench_fail("allocation of %zu bytes returned NULL", b->n);
+			bench_fail("allocation of %zu bytes returned NULL",
+				   b->n);
 		b->tag = (uint32_t)bench_rand(rng) ^ id;
 		bench_fill(b->p, b->n, b->tag);
 	}
@@ -89,7 +90,8 @@ static void free_set(struct block *set, long n)
 static void *run(void *arg)
 {
 	struct worker *w = (struct worker *)arg;
-	struct block *set = (struct block *)calloc((size_t)w->set, sizeof(*set));
+	struct block *set = (struct block *)calloc((size_t)w->set,
+						    sizeof(*set));
 	uint64_t rng = bench_seed(w->id);
 
 	if (!set)

@@ -39,9 +39,9 @@ struct worker {
 
 static uint32_t tag_of(const char *p, uint32_t size)
 {
-	uint64_t x = ((uintptr_t)p ^ (uint64_t)size << 48) * 0x9E3779B97F4A7C15ULL;
+	uint64_t x = (uintptr_t)p ^ (uint64_t)size << 48;
 
-	return (uint32_t)(x >> 32);
+	return (uint32_t)(x * 0x9E3779B97F4A7C15ULL >> 32);
 }
 
 static char *make_object(uint64_t *rng)
@@ -65,8 +65,10 @@ static void check_and_free(char *p)
 	if (!p)
 		bench_fail("a slot of the table was empty");
 	memcpy(&h, p, sizeof(h));
-	if (h.size < MIN_SIZE || h.size > MAX_SIZE || h.tag != tag_of(p, h.size) ||
-	    (h.size > sizeof(h) && p[h.size - 1] != (char)bench_tag_byte(h.tag)))
+	if (h.size < MIN_SIZE || h.size > MAX_SIZE ||
+	    h.tag != tag_of(p, h.size) ||
+	    (h.size > sizeof(h) &&
+	     p[h.size - 1] != (char)bench_tag_byte(h.tag)))
 		bench_fail("object %p was overwritten", (void *)p);
 	free(p);
 }
@@ -140,7 +142,8 @@ int main(int argc, char **argv)
 	for (long t = 0; t < threads; t++)
 		done += w[t].done;
 	if (done != threads * iters)
-		bench_fail("%ld of %ld replacements done", done, threads * iters);
+		bench_fail("%ld of %ld replacements done", done,
+			   threads * iters);
 	for (long s = 0; s < slots; s++)
 		check_and_free(atomic_load(&table[s]));
 	free(table);
