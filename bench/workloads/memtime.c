@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 	bench_pick(&idle, 2, 1);
 	bench_require(npairs >= 1, argv[0], "need at least one pair");
 	bench_require(threads == BENCH_UNSET || threads == 2 * npairs, argv[0],
-		      "--threads must be twice --pairs");
+		      "--threads must be even and twice --pairs");
 	bench_require(iters >= 4 * BATCH, argv[0], "--iters must be >= 4096");
 	rounds = (iters + BATCH - 1) / BATCH;
 

@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	bench_pick(&iters, 8000000, 500000);
 	bench_require(npairs >= 1, argv[0], "need at least one pair");
 	bench_require(threads == BENCH_UNSET || threads == 2 * npairs, argv[0],
-		      "--threads must be twice --pairs");
+		      "--threads must be even and twice --pairs");
 	bench_require(iters >= 1, argv[0], "--iters must be >= 1");
 	rounds = (iters + BATCH - 1) / BATCH;
 
