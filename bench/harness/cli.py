@@ -1,0 +1,314 @@
+"""The experiments' command line: find, run, record, report.
+
+    python3 -m bench.harness [--quick|--full] [--only W,...] [--alloc A,...]
+                             [--reps N] [--out DIR] [NAME=/path/lib.so ...]
+
+Runs every (workload, point, allocator) cell --reps times in the order of
+schedule.interleave(), then loop and prodcons once per allocator under
+strace, and writes a new folder under --out (see results.py) with the raw
+runs, the report and the plots.  Progress goes to stderr.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+from . import allocators as alloc_mod
+from . import machine, plots, report, results, workloads
+from .parse import parse_strace, strace_summary
+from .runner import judge, run_measured
+from .schedule import Cell, Progress, interleave
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+QUICK_REPS, FULL_REPS = 3, 5
+QUICK_TIMEOUT, FULL_TIMEOUT = 120, 1200
+KEEP_OUTPUT = 1500     # characters of a failed run's output kept
+
+
+def split_list(text):
+    return [item for item in (text or "").split(",") if item]
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bench.harness",
+        description="Run the allocator experiments and write a report.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true",
+                      help="small sizes, about 5 minutes (the default)")
+    mode.add_argument("--full", action="store_true",
+                      help="the full sizes of the classic experiments")
+    parser.add_argument("--only", metavar="WORKLOAD,...", default="",
+                        help="run only these workloads")
+    parser.add_argument("--alloc", metavar="NAME,...", default="",
+                        help="run only these allocators")
+    parser.add_argument("--reps", type=int, default=0,
+                        help="repetitions per cell (quick 3, full 5)")
+    parser.add_argument("--out", default=os.path.join(REPO, "results"),
+                        help="results root; each run makes a new folder")
+    parser.add_argument("--build", default=os.path.join(REPO, "build"),
+                        help="CMake build folder (default build/)")
+    parser.add_argument("--bench-dir", default="",
+                        help="where the workload programs are "
+                             "(default BUILD/bench)")
+    parser.add_argument("--lib-dir", action="append", default=[],
+                        help="look for the peer libraries here (repeatable; "
+                             "replaces the system folders)")
+    parser.add_argument("--timeout", type=float, default=0,
+                        help="seconds before a run counts as failed "
+                             "(quick %d, full %d)" % (QUICK_TIMEOUT,
+                                                      FULL_TIMEOUT))
+    parser.add_argument("--no-strace", action="store_true",
+                        help="skip the strace runs")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="skip the plots")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when any run failed")
+    parser.add_argument("--list", action="store_true",
+                        help="list the workloads and allocators, run nothing")
+    parser.add_argument("--report-only", metavar="RUN_DIR", default="",
+                        help="rebuild report.md and plots from RUN_DIR")
+    parser.add_argument("extra", nargs="*", metavar="NAME=/path/lib.so",
+                        help="more allocators to preload")
+    args = parser.parse_args(argv)
+    if args.reps < 0:
+        parser.error("--reps must be positive")
+    args.reps = args.reps or (FULL_REPS if args.full else QUICK_REPS)
+    args.timeout = args.timeout or (FULL_TIMEOUT if args.full
+                                    else QUICK_TIMEOUT)
+    args.bench_dir = args.bench_dir or os.path.join(args.build, "bench")
+    return args
+
+
+def tlmalloc_version():
+    version = ""
+    try:
+        with open(os.path.join(REPO, "include", "tlmalloc.h")) as handle:
+            found = re.search(r'TLMALLOC_VERSION\s+"([^"]+)"', handle.read())
+            version = found.group(1) if found else ""
+    except OSError:
+        pass
+    described = machine.run_text(["git", "-C", REPO, "describe", "--always",
+                                  "--dirty"])
+    return " ".join(v for v in (version, described and "(%s)" % described) if v)
+
+
+def find_allocators(args):
+    allocs = alloc_mod.discover(args.build, args.lib_dir or None, args.extra)
+    for alloc in allocs:
+        alloc_mod.probe_preload(alloc)
+    machine.add_versions(allocs, tlmalloc_version())
+    extra_names = [spec.partition("=")[0] for spec in args.extra]
+    chosen = alloc_mod.select(allocs, split_list(args.alloc))
+    return chosen + [a for a in allocs
+                     if a.name in extra_names and a not in chosen]
+
+
+def plan(chosen_workloads, allocs, args):
+    """(jobs {Cell: (argv, env)}, missing [dict]) for every cell."""
+    jobs, missing = {}, []
+    for work in chosen_workloads:
+        for point in work.points(args.full):
+            point_args = workloads.point_args(point, args.full)
+            for alloc in allocs:
+                try:
+                    argv, env = alloc_mod.command_for(
+                        work, point, alloc, args.bench_dir, point_args)
+                except alloc_mod.NotApplicable:
+                    continue
+                except alloc_mod.Missing as why:
+                    missing.append({"workload": work.name,
+                                    "point": point.label,
+                                    "allocator": alloc.name,
+                                    "reason": str(why)})
+                    continue
+                jobs[Cell(work.name, point.label, alloc.name)] = (argv, env)
+    return jobs, missing
+
+
+def run_record(cell, rep, argv, env, timeout):
+    measured = run_measured(argv, env, timeout)
+    ok, reason, parsed = judge(measured)
+    run = {"workload": cell.workload, "point": cell.point,
+           "allocator": cell.allocator, "rep": rep, "ok": ok,
+           "reason": reason, "wall": measured.wall, "user": measured.user,
+           "sys": measured.sys, "maxrss_kb": measured.maxrss_kb,
+           "exit_code": measured.exit_code, "signal": measured.signal,
+           "metrics": parsed.metrics, "units": parsed.units,
+           "command": [*("%s=%s" % kv for kv in env.items()), *argv]}
+    if not ok:
+        run["stdout_tail"] = measured.stdout[-KEEP_OUTPUT:]
+        run["stderr_tail"] = measured.stderr[-KEEP_OUTPUT:]
+    return run
+
+
+def run_all(jobs, args, progress):
+    """Every job args.reps times; returns (runs, interrupted)."""
+    order = interleave(list(jobs), args.reps)
+    runs = []
+    try:
+        for index, (rep, cell) in enumerate(order):
+            argv, env = jobs[cell]
+            progress.start(rep, args.reps, cell)
+            run = run_record(cell, rep, argv, env, args.timeout)
+            runs.append(run)
+            left = [c for _, c in order[index + 1:]]
+            progress.finish(cell, run["wall"], run["ok"], run["reason"], left)
+    except KeyboardInterrupt:
+        progress.note("interrupted: writing what was measured so far")
+        return runs, True
+    return runs, False
+
+
+def strace_one(cell, argv, env, out_file, timeout):
+    strace_argv = ["strace", "-c", "-f", "-o", out_file] + list(argv)
+    measured = run_measured(strace_argv, env, timeout)
+    ok, reason, _ = judge(measured)
+    row = {"workload": cell.workload, "allocator": cell.allocator, "ok": ok,
+           "reason": reason, "file": os.path.basename(out_file)}
+    try:
+        with open(out_file) as handle:
+            row.update(strace_summary(parse_strace(handle.read())))
+    except OSError as err:
+        row.update(ok=False, reason=reason or "no strace output: %s" % err)
+    return row
+
+
+def run_strace(jobs, chosen_workloads, args, run_dir, progress):
+    if args.no_strace:
+        return {"available": False, "note": "--no-strace given", "rows": []}
+    if not shutil.which("strace"):
+        return {"available": False, "rows": [],
+                "note": "strace is not installed (scripts/install-deps.sh "
+                        "installs it)"}
+    names = {w.name for w in chosen_workloads if w.strace}
+    cells = [c for c in jobs if c.workload in names]
+    folder = os.path.join(run_dir, "strace")
+    os.makedirs(folder, exist_ok=True)
+    rows = []
+    for i, cell in enumerate(cells):
+        progress.note("[strace %d/%d] %s | %s" % (i + 1, len(cells),
+                                                  cell.workload,
+                                                  cell.allocator))
+        out_file = os.path.join(folder, "%s-%s.txt" % (cell.workload,
+                                                        cell.allocator))
+        argv, env = jobs[cell]
+        rows.append(strace_one(cell, argv, env, out_file, args.timeout * 4))
+    return {"available": True, "note": "", "rows": rows}
+
+
+def workload_dicts(chosen, full):
+    return [{"name": w.name, "title": w.title, "summary": w.summary,
+             "points": [p.label for p in w.points(full)],
+             "metric_order": list(w.metric_order)} for w in chosen]
+
+
+def recorded_command(argv):
+    given = os.environ.get("TLMALLOC_BENCH_COMMAND")
+    if given:
+        return given
+    return "python3 -m bench.harness " + shlex.join(argv)
+
+
+def write_outputs(data, run_dir, args):
+    if args.no_plots:
+        data["plots"] = {"available": False, "note": "--no-plots given",
+                         "files": {}}
+    else:
+        data["plots"] = plots.make_plots(data, run_dir)
+    results.write_json(os.path.join(run_dir, "runs.json"), data)
+    results.write_runs_csv(os.path.join(run_dir, "runs.csv"), data["runs"])
+    results.write_strace_csv(os.path.join(run_dir, "strace.csv"),
+                             data["strace"]["rows"])
+    with open(os.path.join(run_dir, "report.md"), "w") as handle:
+        handle.write(report.build_report(data))
+
+
+def list_everything(chosen_workloads, allocs, args):
+    print("workloads (%s mode):" % ("full" if args.full else "quick"))
+    for work in chosen_workloads:
+        print("  %-11s %s: %s" % (work.name, work.title, ", ".join(
+            p.label for p in work.points(args.full))))
+    print("allocators:")
+    for alloc in allocs:
+        print("  %-14s %-8s %s" % (alloc.name, "found" if alloc.found
+                                   else "MISSING", alloc.path or alloc.note))
+
+
+def report_only(args):
+    run_dir = args.report_only
+    data = results.load_json(os.path.join(run_dir, "runs.json"))
+    write_outputs(data, run_dir, args)
+    print(os.path.join(run_dir, "report.md"))
+    return 0
+
+
+def announce(allocs, jobs, missing, args, progress):
+    found = [a.name for a in allocs if a.found]
+    lost = ["%s (%s)" % (a.name, a.note) for a in allocs if not a.found]
+    progress.note("allocators: %s" % ", ".join(found))
+    if lost:
+        progress.note("MISSING allocators: %s" % "; ".join(lost))
+    for miss in missing:
+        if not miss["reason"].startswith("allocator missing"):
+            progress.note("not run: %(workload)s %(point)s | %(allocator)s: "
+                          "%(reason)s" % miss)
+    progress.note("%d cells x %d reps = %d runs (%s mode)" % (
+        len(jobs), args.reps, len(jobs) * args.reps,
+        "full" if args.full else "quick"))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.report_only:
+        return report_only(args)
+    try:
+        chosen = workloads.by_name(split_list(args.only))
+        allocs = find_allocators(args)
+    except ValueError as err:
+        print("error: %s" % err, file=sys.stderr)
+        return 2
+    if args.list:
+        list_everything(chosen, allocs, args)
+        return 0
+    jobs, missing = plan(chosen, allocs, args)
+    progress = Progress(len(jobs) * args.reps,
+                        default=1.0 if not args.full else 10.0)
+    announce(allocs, jobs, missing, args, progress)
+    run_dir = results.new_run_dir(args.out)
+    started = time.time()
+    runs, interrupted = run_all(jobs, args, progress)
+    strace = {"available": False, "note": "interrupted", "rows": []}
+    if not interrupted:
+        strace = run_strace(jobs, chosen, args, run_dir, progress)
+    data = {
+        "command": recorded_command(argv),
+        "mode": "full" if args.full else "quick",
+        "reps": args.reps,
+        "started": datetime.datetime.fromtimestamp(started).isoformat(
+            timespec="seconds"),
+        "duration_s": round(time.time() - started),
+        "interrupted": interrupted,
+        "machine": machine.describe(),
+        "allocators": [a.to_dict() for a in allocs],
+        "workloads": workload_dicts(chosen, args.full),
+        "runs": runs,
+        "missing": missing,
+        "strace": strace,
+    }
+    write_outputs(data, run_dir, args)
+    results.point_latest(args.out, run_dir)
+    failed = sum(1 for r in runs if not r["ok"])
+    progress.note("%d runs, %d failed; report: %s" % (
+        len(runs), failed, os.path.join(run_dir, "report.md")))
+    if not jobs:
+        return 1
+    return 1 if (args.strict and failed) or interrupted else 0

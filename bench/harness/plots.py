@@ -1,0 +1,155 @@
+"""Plots of a results set, PNG and SVG, with matplotlib (Agg, no display).
+
+A grouped bar chart per workload (median wall time, whiskers from the
+fastest to the slowest run; peak RSS beside it), and for the scaling
+workload time and data size against the thread count, one line per
+allocator (the lock and thread-local ts_ variants among them).
+"""
+
+from .stats import summarize
+
+FAILED_MARK = "FAILED"
+
+
+def load_matplotlib():
+    """matplotlib.pyplot, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def allocs_in(cells, workload, order):
+    present = {k[2] for k in cells if k[0] == workload}
+    return [a for a in order if a in present]
+
+
+def colour_of(alloc, order):
+    """The same colour for an allocator in every plot."""
+    palette = ("tab:blue", "tab:orange", "tab:green", "tab:red",
+               "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+               "tab:olive", "tab:cyan")
+    index = order.index(alloc) if alloc in order else len(order)
+    return palette[index % len(palette)]
+
+
+def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
+    width = 0.8 / max(1, len(allocs))
+    for i, alloc in enumerate(allocs):
+        xs, heights, lows, highs = [], [], [], []
+        for j, point in enumerate(workload["points"]):
+            cell = cells.get((workload["name"], point, alloc))
+            x = j + (i - (len(allocs) - 1) / 2) * width
+            if cell is None:
+                continue
+            if cell.failed or cell.value(measure) is None:
+                ax.text(x, 0.02, FAILED_MARK if cell.failed else "n/a",
+                        rotation=90, ha="center", va="bottom", fontsize=7,
+                        color="red", transform=ax.get_xaxis_transform())
+                continue
+            value = cell.value(measure) * scale
+            xs.append(x)
+            heights.append(value)
+            if measure == "wall":
+                lows.append(value - cell.wall_min * scale)
+                highs.append(cell.wall_max * scale - value)
+        errors = [lows, highs] if measure == "wall" and xs else None
+        ax.bar(xs, heights, width, yerr=errors, capsize=2, label=alloc,
+               color=colour_of(alloc, order))
+    ax.set_xlim(-0.5, len(workload["points"]) - 0.5)
+    ax.set_xticks(range(len(workload["points"])))
+    ax.set_xticklabels(workload["points"], fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def bar_chart(plt, cells, workload, order):
+    allocs = allocs_in(cells, workload["name"], order)
+    if not allocs:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    bar_panel(left, cells, workload, allocs, order, "wall", 1.0,
+              "wall time (s, median; whiskers: fastest..slowest run)")
+    bar_panel(right, cells, workload, allocs, order, "maxrss_kb", 1 / 1024,
+              "peak RSS (MiB, median)")
+    left.legend(fontsize=7, ncol=2)
+    fig.suptitle("%s (%s)" % (workload["title"], workload["name"]))
+    fig.tight_layout()
+    return fig
+
+
+def series(cells, workload, alloc, measure):
+    xs, ys = [], []
+    for point in workload["points"]:
+        cell = cells.get((workload["name"], point, alloc))
+        threads = point.split()[0]
+        if cell is None or cell.failed or not threads.isdigit():
+            continue
+        value = cell.value(measure)
+        if value is not None:
+            xs.append(int(threads))
+            ys.append(value)
+    return xs, ys
+
+
+def scaling_chart(plt, cells, workload, order):
+    allocs = allocs_in(cells, workload["name"], order)
+    if not allocs:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for alloc in allocs:
+        style = "--" if alloc == "tlmalloc-lock" else "-"
+        xs, ys = series(cells, workload, alloc, "wall")
+        label = {"tlmalloc-lock": "tlmalloc-lock (ts lock)",
+                 "tlmalloc": "tlmalloc (ts nolock)"}.get(alloc, alloc)
+        colour = colour_of(alloc, order)
+        left.plot(xs, ys, style, marker="o", label=label, color=colour)
+        xs, ys = series(cells, workload, alloc, "data_bytes")
+        right.plot(xs, [y / 2**20 for y in ys], style, marker="o",
+                   label=label, color=colour)
+    for ax, ylabel in ((left, "wall time (s, median)"),
+                       (right, "data size (MiB, median)")):
+        ax.set_xlabel("threads")
+        ax.set_ylabel(ylabel)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 2, 4, 8])
+        ax.set_xticklabels(["1", "2", "4", "8"])
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    fig.suptitle("Thread scaling: time and data size against threads")
+    fig.tight_layout()
+    return fig
+
+
+def make_plots(data, out_dir, folder="plots"):
+    """Draws every plot into out_dir/folder.
+
+    Returns {"available": bool, "note": str, "files": {workload: [paths
+    relative to out_dir]}}.
+    """
+    import os
+    plt = load_matplotlib()
+    if plt is None:
+        return {"available": False, "files": {},
+                "note": "matplotlib is not installed (scripts/install-deps.sh "
+                        "installs it)"}
+    cells = summarize(data.get("runs", []))
+    order = [a["name"] for a in data["allocators"]]
+    os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
+    files = {}
+    for workload in data["workloads"]:
+        draw = scaling_chart if workload["name"] == "scaling" else bar_chart
+        fig = draw(plt, cells, workload, order)
+        if fig is None:
+            continue
+        names = []
+        for ext in ("png", "svg"):
+            rel = "%s/%s.%s" % (folder, workload["name"], ext)
+            fig.savefig(os.path.join(out_dir, rel), dpi=110)
+            names.append(rel)
+        plt.close(fig)
+        files[workload["name"]] = names
+    return {"available": True, "note": "", "files": files}

@@ -1,0 +1,337 @@
+"""The Markdown report, built from a results set (the dict of runs.json).
+
+Sections: how it was made; where tlmalloc stands; the classic
+observations; one table per workload (median of each measure, ratio to
+glibc, the best in each row in bold, FAILED for a cell with a failed run),
+with its plot; the system calls; the failed runs; the allocators (found
+and missing); the machine.
+"""
+
+from . import classic
+from .parse import STRACE_COLUMNS
+from .stats import summarize
+
+BASELINE = "glibc"
+
+
+def higher_is_better(measure):
+    return measure.endswith("per_sec") or measure.startswith("ops")
+
+
+def is_memory(measure, unit):
+    return measure == "maxrss_kb" or measure.endswith("_kb") or unit == "B" \
+        or measure.endswith("_bytes")
+
+
+def to_display(measure, unit, value):
+    """(value, unit) as shown: memory in MiB."""
+    if measure == "maxrss_kb" or measure.endswith("_kb") or unit in ("kB",
+                                                                    "KiB"):
+        return value / 1024, "MiB"
+    if unit == "B" or measure.endswith("_bytes"):
+        return value / (1024 * 1024), "MiB"
+    return value, unit
+
+
+def fmt_num(value):
+    size = abs(value)
+    if size >= 1e9:
+        return "%.2fG" % (value / 1e9)
+    if size >= 1e6:
+        return "%.2fM" % (value / 1e6)
+    if size >= 100:
+        return "%.0f" % value
+    return ("%#.3g" % value).rstrip(".")
+
+
+def measure_name(measure, unit):
+    if measure == "wall":
+        return "time (s)"
+    if measure == "maxrss_kb":
+        return "peak RSS (MiB)"
+    shown_unit = to_display(measure, unit, 1.0)[1]
+    return "%s (%s)" % (measure, shown_unit) if shown_unit else measure
+
+
+def best_values(values, higher):
+    """The best among values (None entries ignored), or None."""
+    present = [v for v in values if v is not None]
+    if len(present) < 2:
+        return None
+    return max(present) if higher else min(present)
+
+
+def cell_text(cell, measure, baseline, best):
+    if cell is None:
+        return "–"
+    if cell.failed:
+        return "FAILED"
+    value = cell.value(measure)
+    if value is None:
+        return "–"
+    shown, _ = to_display(measure, cell.units.get(measure, ""), value)
+    text = fmt_num(shown)
+    if best is not None and value == best:
+        text = "**%s**" % text
+    if baseline and cell.allocator != BASELINE:
+        text += " (%.2fx)" % (value / baseline)
+    return text
+
+
+def measures_of(workload, cells):
+    """wall, peak RSS, then the workload's metrics (its own order first)."""
+    keys = {k for c in cells for k in c.metrics}
+    ordered = [k for k in workload.get("metric_order", []) if k in keys]
+    ordered += sorted(keys - set(ordered))
+    return ["wall", "maxrss_kb"] + ordered
+
+
+def row_cells(cells, workload, point, allocs):
+    return [cells.get((workload, point, a)) for a in allocs]
+
+
+def table_row(point, measure, row, allocs):
+    unit = next((c.units.get(measure, "") for c in row if c), "")
+    values = [None if c is None or c.failed else c.value(measure) for c in row]
+    best = best_values(values, higher_is_better(measure))
+    base = None
+    if BASELINE in allocs:
+        base = values[allocs.index(BASELINE)] or None
+    texts = [cell_text(c, measure, base, best) for c in row]
+    return "| %s | %s | %s |" % (point, measure_name(measure, unit),
+                                 " | ".join(texts))
+
+
+def workload_allocs(cells, workload, allocators):
+    present = {k[2] for k in cells if k[0] == workload}
+    order = [a["name"] for a in allocators]
+    return [a for a in order if a in present]
+
+
+def workload_table(workload, cells, allocators):
+    name = workload["name"]
+    allocs = workload_allocs(cells, name, allocators)
+    if not allocs:
+        return ["No runs."]
+    own = [c for k, c in cells.items() if k[0] == name]
+    lines = ["| point | measure | %s |" % " | ".join(allocs),
+             "|---|---|" + "---|" * len(allocs)]
+    for point in workload["points"]:
+        for measure in measures_of(workload, own):
+            row = row_cells(cells, name, point, allocs)
+            if any(c is not None for c in row):
+                lines.append(table_row(point, measure, row, allocs))
+    return lines
+
+
+def missing_note(data, name):
+    """Who did not run this workload and why (missing allocators briefly:
+    the Allocators section says why they are missing)."""
+    absent = {a["name"] for a in data["allocators"] if not a["found"]}
+    reasons = {}
+    for miss in data.get("missing", []):
+        if miss["workload"] == name:
+            why = "allocator missing" if miss["allocator"] in absent \
+                else miss["reason"]
+            reasons.setdefault(miss["allocator"], why)
+    if not reasons:
+        return []
+    return ["", "Not run here: " + "; ".join(
+        "%s (%s)" % item for item in reasons.items()) + "."]
+
+
+def plot_lines(data, name):
+    files = data.get("plots", {}).get("files", {}).get(name, [])
+    pngs = [f for f in files if f.endswith(".png")]
+    svgs = [f for f in files if f.endswith(".svg")]
+    lines = []
+    for png in pngs:
+        lines.append("")
+        lines.append("![%s](%s)" % (name, png))
+    if svgs:
+        lines.append("")
+        lines.append("SVG: " + ", ".join("[%s](%s)" % (s.split("/")[-1], s)
+                                         for s in svgs))
+    return lines
+
+
+def workload_section(workload, cells, data):
+    lines = ["", "### %s (`%s`)" % (workload["title"], workload["name"]), "",
+             workload.get("summary", ""), ""]
+    lines += workload_table(workload, cells, data["allocators"])
+    if workload["name"] == "scaling":
+        lines += ["", "tlmalloc and tlmalloc-lock run `scaling_ts --api "
+                  "nolock` / `--api lock` (ts_malloc_nolock / ts_malloc_lock); "
+                  "their data_bytes is get_data_segment_size(), the others' "
+                  "is the process RSS."]
+    lines += missing_note(data, workload["name"])
+    lines += plot_lines(data, workload["name"])
+    return lines
+
+
+def ranking(cells, workload, point, allocators):
+    """[(allocator, wall)] of the successful cells, fastest first."""
+    ranked = []
+    for alloc in allocators:
+        if alloc == "tlmalloc-lock":
+            continue
+        cell = cells.get((workload, point, alloc))
+        if cell is not None and not cell.failed and cell.wall is not None:
+            ranked.append((alloc, cell.wall))
+    return sorted(ranked, key=lambda item: item[1])
+
+
+def standing_row(cells, workload, point, order):
+    ranked = ranking(cells, workload["name"], point, order)
+    cell = cells.get((workload["name"], point, "tlmalloc"))
+    if cell is None:
+        return None
+    if cell.failed:
+        return "| %s | %s | FAILED | | | |" % (workload["name"], point)
+    names = [a for a, _ in ranked]
+    glibc = dict(ranked).get(BASELINE)
+    vs_glibc = "%.2fx" % (cell.wall / glibc) if glibc else "–"
+    best, best_wall = ranked[0]
+    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) |" % (
+        workload["name"], point, fmt_num(cell.wall), vs_glibc,
+        names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall))
+
+
+def standing_section(data, cells):
+    order = [a["name"] for a in data["allocators"]]
+    lines = ["", "## Where tlmalloc stands", ""]
+    rows = []
+    for workload in data["workloads"]:
+        for point in workload["points"]:
+            row = standing_row(cells, workload, point, order)
+            if row:
+                rows.append(row)
+    if not rows:
+        note = next((a["note"] for a in data["allocators"]
+                     if a["name"] == "tlmalloc"), "")
+        return lines + ["tlmalloc was not run%s." % (": " + note if note
+                                                     else "")]
+    lines += ["Median wall time; rank among the allocators that ran the "
+              "point without failing (1 = fastest).", "",
+              "| workload | point | tlmalloc | vs glibc | rank | fastest |",
+              "|---|---|---|---|---|---|"]
+    return lines + rows
+
+
+def classic_section(data, cells):
+    rows = classic.observations(cells, data.get("strace", {}).get("rows", []))
+    held = sum(1 for o in rows if o.verdict == "holds")
+    measured = sum(1 for o in rows if o.verdict != "not measured")
+    cores = data.get("machine", {}).get("cores", "?")
+    lines = ["", "## The classic observations, on this machine", "",
+             "In 2014 (4-core Core 2 Quad) tcmalloc ran the malloc/free loop "
+             "2.7x faster than glibc, yet the producer/consumer pairs 3.3x "
+             "slower; with one lock, time grew with every added thread (8x "
+             "slower than thread-local at 8 threads) while the data size "
+             "stayed the same. On this machine (%s cores), %d of the %d "
+             "observations that could be measured still hold:" % (
+                 cores, held, measured), "",
+             "| classic observation | this run | still holds? |",
+             "|---|---|---|"]
+    for obs in rows:
+        lines.append("| %s | %s | %s |" % (obs.claim, obs.here, obs.verdict))
+    return lines
+
+
+def strace_section(data):
+    strace = data.get("strace", {})
+    lines = ["", "## System calls (`strace -c -f`)", ""]
+    if not strace.get("available", False):
+        return lines + ["Not measured: %s." % strace.get("note",
+                                                        "strace not run")]
+    rows = strace.get("rows", [])
+    if not rows:
+        return lines + ["No strace runs (no strace workload selected)."]
+    cols = ["futex_calls", "futex_errors"] + list(STRACE_COLUMNS[1:])
+    lines += ["One run per allocator of loop and prodcons; counts summed over "
+              "all threads.", "",
+              "| workload | allocator | futex calls | futex errors | %s |" %
+              " | ".join(STRACE_COLUMNS[1:]),
+              "|---|---|" + "---|" * len(cols)]
+    for row in rows:
+        if row.get("ok"):
+            values = [str(row.get(c, "")) for c in cols]
+        else:
+            values = ["FAILED"] + [""] * (len(cols) - 1)
+        lines.append("| %s | %s | %s |" % (row["workload"], row["allocator"],
+                                           " | ".join(values)))
+    return lines
+
+
+def failed_section(data):
+    failed = [r for r in data.get("runs", []) if not r["ok"]]
+    failed += [dict(r, rep=0) for r in data.get("strace", {}).get("rows", [])
+               if not r.get("ok")]
+    lines = ["", "## Failed runs", ""]
+    if not failed:
+        return lines + ["None: every run exited 0 and printed `check ok`."]
+    lines += ["| workload | point | allocator | rep | reason |",
+              "|---|---|---|---|---|"]
+    for run in failed:
+        lines.append("| %s | %s | %s | %s | %s |" % (
+            run["workload"], run.get("point", "strace"), run["allocator"],
+            run.get("rep", 0) + 1, run.get("reason", "")))
+    return lines
+
+
+def allocator_section(data):
+    lines = ["", "## Allocators", "",
+             "| allocator | status | library | package | version | note |",
+             "|---|---|---|---|---|---|"]
+    for alloc in data["allocators"]:
+        status = "found" if alloc["found"] else "**missing**"
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            alloc["name"], status, alloc.get("path") or "–",
+            alloc.get("package") or "–", alloc.get("version") or "–",
+            alloc.get("note", "")))
+    missing = [a["name"] for a in data["allocators"] if not a["found"]]
+    if missing:
+        lines += ["", "Missing: %s." % ", ".join(missing)]
+    return lines
+
+
+def machine_section(data):
+    lines = ["", "## Machine", ""]
+    for key, value in data.get("machine", {}).items():
+        lines.append("- %s: %s" % (key, value))
+    return lines
+
+
+def header_section(data):
+    plots = data.get("plots", {})
+    lines = ["# Allocator experiments", "",
+             "- command: `%s`" % data.get("command", ""),
+             "- mode: %s, %s repetitions per cell (median shown)" % (
+                 data.get("mode", "?"), data.get("reps", "?")),
+             "- started %s, took %s s" % (data.get("started", "?"),
+                                         data.get("duration_s", "?")),
+             "- cells show the median; (0.50x) is the ratio to glibc; the "
+             "best of each row is **bold**; FAILED = a run crashed, timed "
+             "out or failed its own check"]
+    if not plots.get("available", True):
+        lines.append("- plots: none (%s)" % plots.get("note", ""))
+    missing = [a["name"] for a in data["allocators"] if not a["found"]]
+    if missing:
+        lines.append("- missing allocators: %s" % ", ".join(missing))
+    return lines
+
+
+def build_report(data):
+    """The report as Markdown text."""
+    cells = summarize(data.get("runs", []))
+    lines = header_section(data)
+    lines += standing_section(data, cells)
+    lines += classic_section(data, cells)
+    lines += ["", "## Workloads"]
+    for workload in data["workloads"]:
+        lines += workload_section(workload, cells, data)
+    lines += strace_section(data)
+    lines += failed_section(data)
+    lines += allocator_section(data)
+    lines += machine_section(data)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,120 @@
+"""The order of the runs, and the progress line with its time estimate.
+
+Order: the whole suite once per repetition (round), so a burst of noise
+on the shared machine lands in one repetition of many cells rather than
+in every repetition of one cell, where the median could not remove it.
+Within a round the allocators of a cell run back to back, their order
+rotated by one each round, so no allocator always runs first or last.
+"""
+
+import sys
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str
+    point: str
+    allocator: str
+
+
+@dataclass(frozen=True)
+class Job:
+    rep: int            # 0-based repetition
+    cell: Cell
+    argv: tuple
+    env: tuple          # (key, value) pairs added to the environment
+
+
+def group_cells(jobs_by_cell):
+    """[(workload, point) -> [cells in allocator order]] in first-seen order."""
+    groups = {}
+    for cell in jobs_by_cell:
+        groups.setdefault((cell.workload, cell.point), []).append(cell)
+    return list(groups.values())
+
+
+def interleave(cells, reps):
+    """[(rep, cell)]: every cell reps times, in the order described above."""
+    order = []
+    groups = group_cells(cells)
+    for rep in range(reps):
+        for group in groups:
+            shift = rep % len(group)
+            for cell in group[shift:] + group[:shift]:
+                order.append((rep, cell))
+    return order
+
+
+def format_duration(seconds):
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return "%ds" % seconds
+    if seconds < 3600:
+        return "%dm%02ds" % divmod(seconds, 60)
+    hours, rest = divmod(seconds, 3600)
+    return "%dh%02dm" % (hours, rest // 60)
+
+
+class Estimator:
+    """Guesses how long the runs left will take from the runs done.
+
+    A cell's guess is the mean of its own runs; failing that, of its
+    workload point's runs (other allocators); failing that, of all runs;
+    failing that, `default` seconds.
+    """
+
+    def __init__(self, default=1.0):
+        self.default = default
+        self.by_cell = {}
+        self.by_point = {}
+        self.all = []
+
+    def record(self, cell, seconds):
+        self.by_cell.setdefault(cell, []).append(seconds)
+        self.by_point.setdefault((cell.workload, cell.point), []).append(seconds)
+        self.all.append(seconds)
+
+    def guess(self, cell):
+        for samples in (self.by_cell.get(cell),
+                        self.by_point.get((cell.workload, cell.point)),
+                        self.all):
+            if samples:
+                return sum(samples) / len(samples)
+        return self.default
+
+    def remaining(self, cells):
+        return sum(self.guess(c) for c in cells)
+
+
+class Progress:
+    """One stderr line per run: what runs, how many are left, time left."""
+
+    def __init__(self, total, stream=None, default=1.0):
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.estimator = Estimator(default)
+        self.started = time.monotonic()
+
+    def start(self, rep, reps, cell, label=""):
+        text = "[%*d/%d] %s %s | %s | rep %d/%d " % (
+            len(str(self.total)), self.done + 1, self.total, cell.workload,
+            cell.point, cell.allocator, rep + 1, reps)
+        self.stream.write(text + (label and label + " "))
+        self.stream.flush()
+
+    def finish(self, cell, seconds, ok, reason, cells_left):
+        self.done += 1
+        self.estimator.record(cell, seconds)
+        left = self.estimator.remaining(cells_left)
+        status = "ok" if ok else "FAILED (%s)" % reason
+        self.stream.write("%.2fs %s | %d run%s left, ~%s left\n" % (
+            seconds, status, len(cells_left),
+            "" if len(cells_left) == 1 else "s", format_duration(left)))
+        self.stream.flush()
+
+    def note(self, text):
+        self.stream.write(text + "\n")
+        self.stream.flush()

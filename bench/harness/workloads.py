@@ -1,0 +1,134 @@
+"""The workloads the harness runs, and their parameter points.
+
+Each workload is one program (or a few, for points that need another
+build, e.g. containers_O0 and containers_O3) in the build's bench/ folder,
+with the command line described in bench/workloads: `--quick` picks the
+small sizes for the quick mode; without it the program runs the issue's
+full sizes.  A point is one row of the workload's table: its label, the
+extra arguments, and, where it differs, the program's name.
+
+The scaling workload also has a ts_ variant (`scaling_ts --api lock|nolock`)
+that the allocators with a ts_api run instead of `scaling`.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str
+    args: tuple = ()
+    binary: str = ""          # "" = the workload's own program
+    params: tuple = ()        # (key, value) pairs for the CSV and plots
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    binary: str
+    summary: str
+    quick_points: tuple
+    full_points: tuple
+    ts_binary: str = ""       # program for allocators with a ts_api
+    strace: bool = False      # also run once per allocator under strace
+    metric_order: tuple = field(default=())
+
+    def points(self, full):
+        return self.full_points if full else self.quick_points
+
+    def point_binary(self, point):
+        return point.binary or self.binary
+
+
+def threads_point(n):
+    return Point("%d thread%s" % (n, "" if n == 1 else "s"),
+                 ("--threads", str(n)),
+                 params=(("threads", n),))
+
+
+def containers_point(opt, rand):
+    return Point("-%s, %s rand" % (opt, rand), ("--rand", rand),
+                 binary="containers_" + opt,
+                 params=(("opt", opt), ("rand", rand)))
+
+
+SCALING_FULL = tuple(threads_point(n) for n in (1, 2, 4, 8))
+CONTAINERS = tuple(containers_point(o, r)
+                   for o in ("O0", "O3") for r in ("std", "local"))
+DEFAULT = (Point("default"),)
+
+WORKLOADS = (
+    Workload("loop", "The malloc/free loop", "loop",
+             "32 threads each malloc and free 8..512 bytes in a loop.",
+             (Point("32 threads", params=(("threads", 32),)),),
+             (Point("32 threads", params=(("threads", 32),)),),
+             strace=True),
+    Workload("prodcons", "Producer/consumer pairs", "prodcons",
+             "16 pairs; the producer mallocs, the consumer frees.",
+             (Point("16 pairs", params=(("pairs", 16),)),),
+             (Point("16 pairs", params=(("pairs", 16),)),),
+             strace=True),
+    Workload("scaling", "Thread scaling: lock versus thread-local",
+             "scaling",
+             "The same total work split over 1, 2, 4, 8 threads; "
+             "time and memory held from the OS.",
+             SCALING_FULL, SCALING_FULL, ts_binary="scaling_ts",
+             metric_order=("seconds", "data_bytes")),
+    Workload("single", "What thread safety costs one thread", "single",
+             "ns per malloc/free pair on one thread, then again after "
+             "one thread was created and joined.",
+             DEFAULT, DEFAULT,
+             metric_order=("ns_per_pair_single", "ns_per_pair_after_thread")),
+    Workload("containers", "C++ containers with random sizes",
+             "containers_O3",
+             "std::vectors of random lengths built and dropped in parallel; "
+             "values from std::rand or a thread-local generator; -O0 and -O3.",
+             CONTAINERS, CONTAINERS),
+    Workload("falseshare", "False sharing", "falseshare_active",
+             "Active: threads allocate small objects and write them hard. "
+             "Passive: objects handed out by one thread, freed and "
+             "reallocated by the others.",
+             (Point("active", binary="falseshare_active"),
+              Point("passive", binary="falseshare_passive")),
+             (Point("active", binary="falseshare_active"),
+              Point("passive", binary="falseshare_passive"))),
+    Workload("server", "A server (larson-style)", "server",
+             "Threads replace objects of 8..1000 bytes in a shared table, "
+             "some freed by other threads.",
+             DEFAULT, DEFAULT, metric_order=("ops_per_sec",)),
+    Workload("churn", "Thread churn", "churn",
+             "Waves of short-lived threads whose blocks outlive them.",
+             DEFAULT, DEFAULT),
+    Workload("large", "Large blocks and growth", "large",
+             "64 KiB .. 64 MiB blocks, and realloc growing buffers.",
+             DEFAULT, DEFAULT),
+    Workload("memtime", "Memory over time", "memtime",
+             "A long producer/consumer run sampling RSS, then idle: "
+             "does RSS stay bounded, is memory given back?",
+             DEFAULT, DEFAULT,
+             metric_order=("rss_max_kb", "rss_last_busy_kb", "rss_idle_kb")),
+)
+
+
+def by_name(names=None, workloads=WORKLOADS):
+    """The workloads named (all when names is empty), in suite order.
+
+    Raises ValueError for an unknown name.
+    """
+    if not names:
+        return list(workloads)
+    known = {w.name: w for w in workloads}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError("unknown workload(s): %s (known: %s)" % (
+            ", ".join(unknown), ", ".join(known)))
+    return [w for w in workloads if w.name in names]
+
+
+def point_args(point, full):
+    """The command-line arguments of one point in the given mode."""
+    args = list(point.args)
+    if not full:
+        args.insert(0, "--quick")
+    return args

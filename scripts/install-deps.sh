@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs what building tlmalloc and running the
+# experiments need, on Debian or Ubuntu, as root.  Idempotent: it asks apt
+# for packages only when one is missing (and runs apt-get update once,
+# then), and installs matplotlib (and pytest, for the harness tests) for
+# the python3 first on PATH only when it cannot import them.  It prints
+# what it found and what it did.
+#
+#   scripts/install-deps.sh              tools, peer allocators, matplotlib
+#   scripts/install-deps.sh --no-peers   tools and matplotlib only
+#   scripts/install-deps.sh --peers-only the peer allocators only
+#   scripts/install-deps.sh --dry-run    say what would be installed
+#
+# A peer allocator package that the distribution does not have is reported
+# and skipped: the experiments list that allocator as missing.
+set -u
+
+TOOLS="cmake ninja-build gcc g++ python3 strace valgrind musl-tools"
+PEERS="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"
+
+want_tools=1
+want_peers=1
+want_python=1
+dry_run=0
+apt_updated=0
+
+usage() {
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+}
+
+say() {
+	echo "install-deps: $*"
+}
+
+for arg in "$@"; do
+	case "$arg" in
+	--no-peers) want_peers=0 ;;
+	--peers-only) want_tools=0; want_python=0 ;;
+	--dry-run) dry_run=1 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "install-deps: unknown option: $arg" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+have_apt() {
+	command -v apt-get >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1
+}
+
+is_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		say "not root and no sudo: cannot run: $*"
+		return 1
+	fi
+}
+
+apt_update_once() {
+	[ "$apt_updated" -eq 1 ] && return 0
+	say "apt-get update"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+	apt_updated=1
+}
+
+# apt_has PKG: the package is known to apt (after an update).
+apt_has() {
+	apt-cache show "$1" >/dev/null 2>&1
+}
+
+# install_missing KIND PKG...: installs the missing ones among PKG.
+# For KIND=peer an unknown package is a warning, not an error.
+install_missing() {
+	local kind=$1 missing="" pkg todo="" rc=0
+	shift
+	for pkg in "$@"; do
+		if is_installed "$pkg"; then
+			say "$kind $pkg: already installed"
+		else
+			missing="$missing $pkg"
+		fi
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install:$missing"
+		return 0
+	fi
+	apt_update_once || { say "apt-get update failed"; return 1; }
+	for pkg in $missing; do
+		if apt_has "$pkg"; then
+			todo="$todo $pkg"
+		elif [ "$kind" = peer ]; then
+			say "WARNING: peer package $pkg is not in this distribution; skipped (reported as missing by the experiments)"
+		else
+			say "ERROR: package $pkg is not in this distribution"
+			rc=1
+		fi
+	done
+	[ -z "$todo" ] && return $rc
+	say "apt-get install$todo"
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends $todo >/dev/null || {
+		say "ERROR: apt-get install$todo failed"
+		return 1
+	}
+	say "installed:$todo"
+	return $rc
+}
+
+install_matplotlib() {
+	if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+		say "matplotlib: already importable by $(command -v python3)"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install matplotlib for $(command -v python3)"
+		return 0
+	fi
+	say "pip install --quiet matplotlib (for $(command -v python3))"
+	if python3 -m pip install --quiet matplotlib >/dev/null 2>&1 &&
+	   python3 -c 'import matplotlib' >/dev/null 2>&1; then
+		say "matplotlib: installed with pip"
+		return 0
+	fi
+	if have_apt; then
+		say "pip failed; trying apt python3-matplotlib"
+		install_missing tool python3-matplotlib
+		if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+			say "matplotlib: installed with apt"
+			return 0
+		fi
+	fi
+	say "WARNING: matplotlib not available; the report will have no plots"
+	return 0
+}
+
+install_pytest() {
+	if python3 -c 'import pytest' >/dev/null 2>&1; then
+		say "pytest: already importable by $(command -v python3)"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install pytest for $(command -v python3)"
+		return 0
+	fi
+	if python3 -m pip install --quiet pytest >/dev/null 2>&1; then
+		say "pytest: installed with pip"
+	elif have_apt; then
+		install_missing tool python3-pytest
+	fi
+	python3 -c 'import pytest' >/dev/null 2>&1 ||
+		say "WARNING: pytest not available; the harness tests cannot run"
+	return 0
+}
+
+status=0
+if have_apt; then
+	if [ "$want_tools" -eq 1 ]; then
+		install_missing tool $TOOLS || status=1
+	fi
+	if [ "$want_peers" -eq 1 ]; then
+		install_missing peer $PEERS || status=1
+	fi
+else
+	say "no apt-get/dpkg here (not Debian/Ubuntu): install by hand: $TOOLS $PEERS"
+fi
+if [ "$want_python" -eq 1 ]; then
+	install_matplotlib
+	install_pytest
+fi
+[ "$status" -eq 0 ] && say "done" || say "done, with errors"
+exit $status

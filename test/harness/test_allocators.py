@@ -1,0 +1,135 @@
+"""Allocator discovery on a fake file system, and the command per cell."""
+import os
+
+import pytest
+
+from bench.harness import allocators as am
+from bench.harness.workloads import WORKLOADS, by_name, point_args
+
+
+def touch(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write("x")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    build = tmp_path / "build"
+    libs = tmp_path / "libs"
+    touch(str(build / "src" / "libtlmalloc.so"))
+    for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons"):
+        touch(str(build / "bench" / prog))
+    touch(str(libs / "libjemalloc.so.2"))
+    touch(str(libs / "libtbbmalloc.so.2"))          # not the proxy
+    touch(str(libs / "libtbbmalloc_proxy.so.2"))
+    os.makedirs(str(tmp_path / "other"))
+    touch(str(tmp_path / "other" / "libtcmalloc_minimal.so"))
+    return tmp_path
+
+
+def by(allocs):
+    return {a.name: a for a in allocs}
+
+
+def test_discovery_finds_what_is_there(tree):
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    assert list(found) == ["tlmalloc", "tlmalloc-lock", "glibc", "jemalloc",
+                           "tcmalloc", "mimalloc", "tbbmalloc", "musl"]
+    assert found["tlmalloc"].found
+    assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
+    assert found["tlmalloc"].ts_api == "nolock"
+    assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api == "lock"
+    assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
+    assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
+    assert found["musl"].found and "loop-musl" in found["musl"].note
+
+
+def test_missing_peers_stay_listed(tree):
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    for name in ("tcmalloc", "mimalloc"):
+        assert not found[name].found
+        assert "not found" in found[name].note
+    assert "libtcmalloc-minimal4" in found["tcmalloc"].note
+
+
+def test_search_order_over_folders(tree):
+    dirs = [str(tree / "libs"), str(tree / "other")]
+    found = by(am.discover(str(tree / "build"), dirs))
+    assert found["tcmalloc"].found
+    assert found["tcmalloc"].path == str(tree / "other" /
+                                         "libtcmalloc_minimal.so")
+
+
+def test_nothing_built(tmp_path):
+    found = by(am.discover(str(tmp_path / "nobuild"), [str(tmp_path)]))
+    assert not found["tlmalloc"].found and "not built" in found["tlmalloc"].note
+    assert not found["tlmalloc-lock"].found
+    assert not found["musl"].found
+    assert found["glibc"].found
+
+
+def test_extra_allocators(tree):
+    lib = tree / "libs" / "libjemalloc.so.2"
+    allocs = by(am.discover(str(tree / "build"), [str(tree / "libs")],
+                            ["mine=%s" % lib, "gone=/no/such/lib.so"]))
+    assert allocs["mine"].found and allocs["mine"].path == str(lib)
+    assert not allocs["gone"].found and "no such file" in allocs["gone"].note
+    with pytest.raises(ValueError):
+        am.parse_extra("nopath")
+    with pytest.raises(ValueError):
+        am.parse_extra("glibc=%s" % lib)
+
+
+def test_select(tree):
+    allocs = am.discover(str(tree / "build"), [str(tree / "libs")])
+    assert [a.name for a in am.select(allocs, ["musl", "glibc"])] == \
+        ["glibc", "musl"]
+    with pytest.raises(ValueError):
+        am.select(allocs, ["hoard"])
+
+
+def test_commands_per_kind(tree):
+    allocs = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    bench = str(tree / "build" / "bench")
+    loop, scaling = by_name(["loop", "scaling"])
+    point = loop.quick_points[0]
+    args = point_args(point, full=False)
+    argv, env = am.command_for(loop, point, allocs["glibc"], bench, args)
+    assert argv == [os.path.join(bench, "loop"), "--quick"] and env == {}
+    argv, env = am.command_for(loop, point, allocs["jemalloc"], bench, args)
+    assert env == {"LD_PRELOAD": allocs["jemalloc"].path}
+    argv, env = am.command_for(loop, point, allocs["musl"], bench, args)
+    assert argv[0] == os.path.join(bench, "loop-musl")
+    with pytest.raises(am.NotApplicable):
+        am.command_for(loop, point, allocs["tlmalloc-lock"], bench, args)
+    with pytest.raises(am.Missing):
+        am.command_for(loop, point, allocs["mimalloc"], bench, args)
+    spoint = scaling.quick_points[2]
+    sargs = point_args(spoint, full=True)
+    argv, env = am.command_for(scaling, spoint, allocs["tlmalloc-lock"],
+                               bench, sargs)
+    assert argv == [os.path.join(bench, "scaling_ts"), "--threads", "4",
+                    "--api", "lock"]
+    argv, env = am.command_for(scaling, spoint, allocs["tlmalloc"], bench,
+                               sargs)
+    assert argv[-2:] == ["--api", "nolock"] and env == {}
+    with pytest.raises(am.Missing) as why:
+        am.command_for(scaling, spoint, allocs["musl"], bench, sargs)
+    assert "scaling-musl not built" in str(why.value)
+
+
+def test_workload_filter():
+    assert [w.name for w in by_name(["scaling", "loop"])] == ["loop",
+                                                              "scaling"]
+    assert len(by_name([])) == len(WORKLOADS)
+    with pytest.raises(ValueError):
+        by_name(["nosuch"])
+
+
+def test_probe_marks_refused_library(tmp_path):
+    bogus = tmp_path / "libbogus.so"
+    bogus.write_text("not an ELF file")
+    alloc = am.Allocator("bogus", "preload", str(bogus))
+    am.probe_preload(alloc)
+    assert not alloc.found and "refuses" in alloc.note
