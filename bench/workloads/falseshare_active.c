@@ -1,0 +1,96 @@
+/*
+ * falseshare_active.c - active false sharing, after Hoard's cache-thrash:
+ * --threads threads (default: one per online CPU) each --iters times
+ * (default 2e4, quick 2e3) allocate an object of --size bytes (default 8),
+ * store into and load from each of its bytes --reps times (default 1e4)
+ * and free it.  The threads share nothing; but an allocator that carves the
+ * objects of different threads from one cache line makes every store
+ * invalidate the other cores' copies, and the run slows down many times.
+ *
+ * Checks: after its writes each object holds the bytes last written (no
+ * other thread's object overlaps it); every thread did all its objects.
+ * Metric: seconds.
+ */
+#include "common.h"
+
+struct worker {
+	long iters;
+	long reps;
+	long size;
+	long done;
+};
+
+/* Store and reload every byte reps times; check the last values stayed. */
+static void write_hard(volatile char *obj, long size, long reps)
+{
+	for (long r = 0; r < reps; r++)
+		for (long k = 0; k < size; k++) {
+			obj[k] = (char)(k + r);
+			(void)obj[k];
+		}
+	for (long k = 0; k < size; k++)
+		if (obj[k] != (char)(k + reps - 1))
+			bench_fail("object %p: byte %ld was overwritten",
+				   (void *)obj, k);
+}
+
+static void *run(void *arg)
+{
+	struct worker *w = (struct worker *)arg;
+
+	for (long i = 0; i < w->iters; i++) {
+		char *obj = (char *)bench_malloc((size_t)w->size);
+
+		write_hard(obj, w->size, w->reps);
+		free(obj);
+		w->done++;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long threads = BENCH_UNSET, iters = BENCH_UNSET, reps = BENCH_UNSET;
+	long size = BENCH_UNSET;
+	const struct bench_opt opts[] = {
+		{ "--threads", "threads (default: online CPUs)", &threads,
+		  NULL },
+		{ "--iters", "objects per thread (default 2e4, quick 2e3)",
+		  &iters, NULL },
+		{ "--reps", "writes of each byte of an object (default 1e4)",
+		  &reps, NULL },
+		{ "--size", "object size in bytes (default 8)", &size, NULL },
+		{ NULL, NULL, NULL, NULL },
+	};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct worker *w;
+	double t0, secs;
+
+	bench_parse(argc, argv, "Active false sharing (cache-thrash): threads "
+		    "write their own small objects hard.", opts);
+	bench_pick(&threads, cpus, cpus);
+	bench_pick(&iters, 20000, 2000);
+	bench_pick(&reps, 10000, 10000);
+	bench_pick(&size, 8, 8);
+	bench_require(threads >= 1 && iters >= 1 && reps >= 1 && size >= 1,
+		      argv[0], "--threads, --iters, --reps and --size must "
+		      "be >= 1");
+
+	w = (struct worker *)calloc((size_t)threads, sizeof(*w));
+	if (!w)
+		bench_fail("calloc returned NULL");
+	for (long t = 0; t < threads; t++)
+		w[t] = (struct worker){ iters, reps, size, 0 };
+
+	t0 = bench_now();
+	bench_run_threads(threads, run, w, sizeof(*w));
+	secs = bench_now() - t0;
+
+	for (long t = 0; t < threads; t++)
+		if (w[t].done != iters)
+			bench_fail("thread %ld did %ld of %ld objects", t,
+				   w[t].done, iters);
+	free(w);
+	bench_metric("seconds", secs, "s");
+	return bench_check_ok();
+}

@@ -1,0 +1,300 @@
+/*
+ * internal.h - what the modules of src/ call of each other, and the inline
+ * fast paths of malloc and free.
+ *
+ * The fast paths take no lock and do no atomic read-modify-write: malloc
+ * pops the first block of the heap's page for the size, free pushes a block
+ * on its page's local list when the caller's heap owns the page.  Anything
+ * else (empty list, other owner, full page, large block) goes to one
+ * noinline generic function.
+ */
+#ifndef TLMALLOC_INTERNAL_H
+#define TLMALLOC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlmalloc/types.h"
+
+#define TL_HIDDEN __attribute__((visibility("hidden")))
+#define TL_NOINLINE __attribute__((noinline))
+#define tl_likely(x) __builtin_expect(!!(x), 1)
+#define tl_unlikely(x) __builtin_expect(!!(x), 0)
+
+#if defined(TL_DEBUG) && TL_DEBUG > 0
+void tl_assert_fail(const char *expr, const char *file, int line);
+#define tl_assert(x) \
+	((x) ? (void)0 : tl_assert_fail(#x, __FILE__, __LINE__))
+#else
+#define tl_assert(x) ((void)0)
+#endif
+
+/* ---- page lists (a page is in at most one; see types.h) ---- */
+static inline void tl_list_push_front(tl_page_list *l, tl_page *p)
+{
+	p->prev = NULL;
+	p->next = l->first;
+	if (l->first != NULL)
+		l->first->prev = p;
+	else
+		l->last = p;
+	l->first = p;
+}
+
+static inline void tl_list_push_back(tl_page_list *l, tl_page *p)
+{
+	p->next = NULL;
+	p->prev = l->last;
+	if (l->last != NULL)
+		l->last->next = p;
+	else
+		l->first = p;
+	l->last = p;
+}
+
+static inline void tl_list_remove(tl_page_list *l, tl_page *p)
+{
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		l->first = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	else
+		l->last = p->prev;
+	p->next = p->prev = NULL;
+}
+
+/* ---- thread-local heap (heap.c) ---- */
+extern __thread tl_heap *tl_heap_local
+	__attribute__((tls_model("initial-exec")));
+extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
+	__attribute__((tls_model("initial-exec")));
+extern tl_heap tl_heap_empty;
+extern tl_heap tl_heap_exiting;
+extern tl_page tl_page_empty;
+
+/* The calling thread's heap, created if it is still tl_heap_empty. */
+tl_heap *tl_heap_get_or_create(void);
+/* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
+		  bool is_thread_heap);
+/* Not tl_heap_empty nor tl_heap_exiting. */
+bool tl_heap_is_thread_heap(const tl_heap *heap);
+/* Count every page exactly; with release, empty pages (heads too) go back. */
+void tl_heap_collect_all(tl_heap *heap, bool release);
+/* Release a heap's pages: empty ones to the pool, live ones abandoned. */
+void tl_heap_destroy(tl_heap *heap);
+/* A page of class cls with a free block, or NULL when out of memory. */
+tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
+/* The owner freed into a page flagged full: back to its queue. */
+void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
+/* Return every empty page the heap caches to the pool. */
+void tl_heap_release_cached(tl_heap *heap);
+
+/* ---- size classes (sizeclass.c) ---- */
+extern const uint32_t tl_class_size[TL_CLASSES];
+unsigned tl_size_to_class(size_t size);
+
+/* ---- pages (page.c) ---- */
+/*
+ * avail, capacity and block_size are the owner's, but the statistics read
+ * them from other threads (a snapshot): the owner writes them with relaxed
+ * atomic stores (a plain mov on x86-64), so those reads are no data race.
+ */
+static inline void tl_page_set_avail(tl_page *page, uint32_t v)
+{
+	__atomic_store_n(&page->avail, v, __ATOMIC_RELAXED);
+}
+
+static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
+{
+	__atomic_store_n(&page->capacity, v, __ATOMIC_RELAXED);
+}
+
+void tl_page_format(tl_page *page, unsigned cls);
+/* Carve more fresh blocks into page->free; false if none are left. */
+bool tl_page_extend(tl_page *page);
+/* Move local_free and thread_free into free, counting them in avail. */
+void tl_page_collect(tl_page *page);
+/*
+ * A queue head whose free list ran dry takes its local frees, or else its
+ * thread frees, without counting them (its avail means nothing until it
+ * leaves the head).  False if there were none.
+ */
+bool tl_page_collect_head(tl_page *page);
+/* Recount avail from the free list (a head page leaving the fast path). */
+void tl_page_count_avail(tl_page *page);
+
+/* ---- segments (segment.c) ---- */
+static inline tl_segment *tl_segment_of(const void *p)
+{
+	return (tl_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)TL_SEGMENT_MASK);
+}
+
+static inline tl_page *tl_page_of(const tl_segment *seg, const void *p)
+{
+	return seg->slice_page[((uintptr_t)p - (uintptr_t)seg) >>
+			       TL_SLICE_SHIFT];
+}
+
+tl_segment *tl_segment_create(enum tl_page_kind kind);
+/* A huge segment holding one block of size bytes at the given alignment. */
+tl_segment *tl_segment_create_huge(size_t size, size_t alignment);
+/* Unregister from the pool, then unmap. */
+void tl_segment_destroy(tl_segment *seg);
+/* Unmap a segment the pool already dropped. */
+void tl_segment_unmap(tl_segment *seg);
+/* Whether p lies in a live segment of tlmalloc's. */
+bool tl_segment_is_ours(const void *p);
+uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
+		      size_t *size);
+
+/* ---- the global pool (pool.c) ---- */
+struct tl_pool_stats {
+	size_t mapped;		/* bytes of address space mapped */
+	size_t held;		/* of those, touched and not given back */
+	size_t live;		/* bytes of blocks handed out */
+};
+/* A formatted page of class cls owned by heap (adopted or fresh). */
+tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
+void tl_pool_give_page(tl_page *page);
+void tl_pool_abandon_page(tl_page *page);
+tl_heap *tl_pool_heap_alloc(void);
+void tl_pool_heap_free(tl_heap *heap);
+void tl_pool_register_segment(tl_segment *seg);
+void tl_pool_unregister_segment(tl_segment *seg);
+void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
+/* Purge free pages whose delay ran out (all of them if force). */
+bool tl_pool_purge(bool force);
+bool tl_pool_purge_pending(void);
+/* Milliseconds a free page stays resident before it is purged. */
+extern uint64_t tl_purge_delay_ms;
+void tl_pool_stats_get(struct tl_pool_stats *out);
+void tl_pool_fork_prepare(void);
+void tl_pool_fork_parent(void);
+void tl_pool_fork_child(void);
+
+/* ---- the shared heap behind one lock (ts.c) ---- */
+/* malloc from the shared heap: the lock baseline, and exiting threads. */
+void *tl_shared_malloc(size_t size);
+/* tl_heap_collect_all of the shared heap, under its lock. */
+void tl_shared_collect(bool release);
+void tl_ts_fork_prepare(void);
+void tl_ts_fork_parent(void);
+void tl_ts_fork_child(void);
+
+/* ---- large blocks (large.c) ---- */
+void *tl_large_alloc(size_t size, size_t alignment);
+void tl_large_free(tl_segment *seg);
+/* Resize in place if possible; returns p or NULL. */
+void *tl_large_resize_in_place(void *p, size_t size);
+bool tl_large_is_fresh(const void *p);
+
+/* ---- allocation and free (alloc.c, free.c) ---- */
+void *tl_malloc_generic(tl_heap *heap, size_t size) TL_NOINLINE;
+/* The same for the calling thread's heap. */
+void *tl_malloc_slow(size_t size) TL_NOINLINE;
+void tl_free_generic(tl_heap *heap, tl_page *page, void *p) TL_NOINLINE;
+/* The same for the calling thread's heap. */
+void tl_free_slow(tl_page *page, void *p) TL_NOINLINE;
+void *tl_alloc_aligned(size_t alignment, size_t size);
+size_t tl_block_usable(const void *p);
+void *tl_realloc_impl(void *p, size_t size);
+void *tl_calloc_impl(size_t count, size_t size);
+
+/* ---- process (init.c) ---- */
+void tl_process_init(void);
+/* Arrange for tl_heap_destroy(heap) at the calling thread's exit. */
+void tl_thread_register(tl_heap *heap);
+/* Called by a heap's slow path when a second thread appears. */
+void tl_purger_wake(void);
+/* Report a fatal misuse and abort. */
+__attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
+					const char *what);
+
+/* ---- the fast paths ---- */
+
+/*
+ * owner is written by other threads (atomically) only to values that are
+ * never the reader's heap, so the fast path may read it plainly and compare
+ * in one instruction; ThreadSanitizer builds read it atomically.
+ */
+static inline uintptr_t tl_page_owner_fast(const tl_page *page)
+{
+#if defined(__SANITIZE_THREAD__)
+	return tl_uptr_load_relaxed(&page->owner);
+#else
+	return *(const uintptr_t *)&page->owner;
+#endif
+}
+
+static inline tl_block *tl_page_pop(tl_page *page)
+{
+	tl_block *block = page->free;
+	if (tl_likely(block != NULL))
+		page->free = block->next;
+	return block;
+}
+
+static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
+{
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_block *block = tl_page_pop(heap->direct[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
+			return block;
+	}
+	return tl_malloc_generic(heap, size);
+}
+
+/* The thread pointer: the calling thread's heap id. */
+static inline uintptr_t tl_thread_id(void)
+{
+	return (uintptr_t)__builtin_thread_pointer();
+}
+
+/* The calling thread's malloc: its direct table sits in TLS. */
+static inline void *tl_malloc_local(size_t size)
+{
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_block *block = tl_page_pop(tl_direct_local[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
+			return block;
+	}
+	return tl_malloc_slow(size);
+}
+
+static inline void tl_page_push_local(tl_page *page, void *p)
+{
+	tl_block *block = p;
+	block->next = page->local_free;
+	page->local_free = block;
+}
+
+static inline void tl_heap_free(tl_heap *heap, void *p)
+{
+	if (tl_unlikely(p == NULL))
+		return;
+	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
+		tl_page_push_local(page, p);
+		return;
+	}
+	tl_free_generic(heap, page, p);
+}
+
+/* The calling thread's free: compares with the thread pointer. */
+static inline void tl_free_local(void *p)
+{
+	if (tl_unlikely(p == NULL))
+		return;
+	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
+		tl_page_push_local(page, p);
+		return;
+	}
+	tl_free_slow(page, p);
+}
+
+#endif /* TLMALLOC_INTERNAL_H */

@@ -1,0 +1,43 @@
+/*
+ * lock.h - the project's own futex lock: a compare-and-swap fast path and a
+ * futex wait only on contention.  Three states (0 unlocked, 1 locked,
+ * 2 locked with waiters), so an uncontended unlock makes no system call.
+ * Used for the global pool and for the lock baseline, nowhere else.
+ */
+#ifndef TLMALLOC_LOCK_H
+#define TLMALLOC_LOCK_H
+
+#include "tlmalloc/atomic.h"
+
+typedef struct tl_lock {
+	tl_atomic_u32 state;
+} tl_lock;
+
+#define TL_LOCK_INIT { TL_ATOMIC_INIT(0) }
+
+void tl_lock_acquire_contended(tl_lock *lock);
+void tl_lock_wake(tl_lock *lock);
+
+static inline void tl_lock_acquire(tl_lock *lock)
+{
+	uint32_t expected = 0;
+	if (__builtin_expect(!tl_u32_cas_strong_acquire(&lock->state,
+							&expected, 1), 0))
+		tl_lock_acquire_contended(lock);
+}
+
+static inline void tl_lock_release(tl_lock *lock)
+{
+	/* 2 means somebody sleeps on the futex: wake one. */
+	if (__builtin_expect(atomic_exchange_explicit(&lock->state.v, 0,
+						      memory_order_release) == 2, 0))
+		tl_lock_wake(lock);
+}
+
+/* After fork, in the child: the holder may have been another thread. */
+static inline void tl_lock_reset(tl_lock *lock)
+{
+	tl_u32_store_relaxed(&lock->state, 0);
+}
+
+#endif /* TLMALLOC_LOCK_H */

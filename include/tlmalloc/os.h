@@ -1,0 +1,45 @@
+/*
+ * os.h - the OS contract.  src/os.c is the only file that makes system
+ * calls (mmap, munmap, madvise, mremap, futex, clock); everything above it
+ * goes through these functions.  None of them allocates, and every one of
+ * them leaves errno as it found it.
+ */
+#ifndef TLMALLOC_OS_H
+#define TLMALLOC_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The OS page size (4 KiB on x86-64), read once. */
+size_t tl_os_page_size(void);
+
+/*
+ * Map size bytes (a multiple of the page size), read-write, zero-filled, at
+ * a multiple of TL_SEGMENT_SIZE such that (result + offset) is a multiple
+ * of alignment.  offset must be a multiple of TL_SEGMENT_SIZE (0 will do
+ * for any alignment up to TL_SEGMENT_SIZE).  NULL when the OS refuses.
+ */
+void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset);
+void tl_os_unmap(void *addr, size_t size);
+
+/* Give the pages back; they read as zero afterwards. */
+void tl_os_purge(void *addr, size_t size);
+
+/* Grow or shrink a mapping where it stands; false if it cannot. */
+bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size);
+
+/* Monotonic clock in milliseconds. */
+uint64_t tl_os_now_ms(void);
+
+/* Futex wait while *word == expected (spurious wake-ups allowed). */
+void tl_os_futex_wait(const uint32_t *word, uint32_t expected);
+/* Same, giving up after timeout_ms. */
+void tl_os_futex_wait_ms(const uint32_t *word, uint32_t expected,
+			 uint64_t timeout_ms);
+void tl_os_futex_wake_one(const uint32_t *word);
+
+/* Write a message to stderr without allocating. */
+void tl_os_write_stderr(const char *msg, size_t len);
+
+#endif /* TLMALLOC_OS_H */

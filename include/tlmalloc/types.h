@@ -1,0 +1,168 @@
+/*
+ * types.h - tlmalloc's data structures and the invariants that bind them.
+ *
+ * Glossary
+ *   block    what malloc returns.  Blocks of one page all have one size
+ *            (the page's size class).  A free block's first word links it
+ *            into one of the page's free lists.
+ *   page     a run of memory inside a segment holding blocks of one size
+ *            class, owned by at most one heap at a time.  Small pages are
+ *            64 KiB, medium pages 1 MiB; a huge segment is a single page
+ *            holding one large block.
+ *   segment  a TL_SEGMENT_SIZE-aligned mapping from the OS.  Its first
+ *            TL_SEGMENT_HEADER bytes hold the tl_segment header and the page
+ *            descriptors, so the page of any block is found in O(1):
+ *            segment = (p - 1) & ~(TL_SEGMENT_SIZE - 1) (no block starts at
+ *            a segment's first byte), then a table lookup by 64 KiB slice.
+ *   heap     the per-thread allocator state, reached through initial-exec
+ *            TLS (tl_heap_local).  A thread that has not allocated yet sees
+ *            tl_heap_empty, whose pages are all the empty page, so the fast
+ *            path needs no "initialised?" test.
+ *   pool     the global store of free pages, free segments, abandoned pages
+ *            and heap structs; the only state behind a lock (tl_pool.lock).
+ *
+ * Locking rule: a page's owner-only fields are touched by the thread whose
+ * heap owns the page (or, for the lock baseline's shared heap, by whoever
+ * holds its lock); thread_free is pushed by any thread with one CAS; pages
+ * that no heap owns (free or abandoned) are touched under the pool lock.
+ */
+#ifndef TLMALLOC_TYPES_H
+#define TLMALLOC_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlmalloc/atomic.h"
+#include "tlmalloc/lock.h"
+
+#define TL_SEGMENT_SHIFT 22
+#define TL_SEGMENT_SIZE ((size_t)1 << TL_SEGMENT_SHIFT)	/* 4 MiB */
+#define TL_SEGMENT_MASK (TL_SEGMENT_SIZE - 1)
+#define TL_SLICE_SHIFT 16
+#define TL_SLICE_SIZE ((size_t)1 << TL_SLICE_SHIFT)	/* 64 KiB */
+#define TL_SLICES (TL_SEGMENT_SIZE / TL_SLICE_SIZE)	/* 64 */
+#define TL_SEGMENT_HEADER TL_SLICE_SIZE	/* header + descriptors */
+
+#define TL_SMALL_PAGE_SHIFT TL_SLICE_SHIFT	/* 64 KiB */
+#define TL_MEDIUM_PAGE_SHIFT 20		/* 1 MiB */
+
+#define TL_SMALL_MAX ((size_t)8 << 10)		/* <= 8 KiB: small pages */
+#define TL_MEDIUM_MAX ((size_t)128 << 10)	/* <= 128 KiB: medium pages */
+/* Sizes up to this take the inline fast path (direct page table). */
+#define TL_DIRECT_MAX 1024
+#define TL_DIRECT_SLOTS (TL_DIRECT_MAX / 16 + 1)
+
+/* Size classes: 16..128 by 16, then 4 per doubling up to TL_MEDIUM_MAX. */
+#define TL_CLASSES 49		/* class 0 is unused */
+
+/* Minimum alignment of every block (glibc's guarantee on x86-64). */
+#define TL_MIN_ALIGN 16
+
+typedef struct tl_block {
+	struct tl_block *next;
+} tl_block;
+
+typedef struct tl_heap tl_heap;
+typedef struct tl_segment tl_segment;
+
+/*
+ * Values of tl_page.owner: the owning heap's id (its thread's pointer, or
+ * its own address; both 64-byte aligned), with TL_OWNER_FULL set while the
+ * page sits in its heap's full list, or one of the small markers below.
+ * The free fast path compares owner with the caller's thread pointer: any
+ * flag or marker sends it to the generic path.  A thread pointer can be
+ * reused by a later thread only after the exit of the first, which leaves
+ * no page with its id (tl_heap_destroy).
+ */
+#define TL_OWNER_FREE 0u	/* in the pool, or never used */
+#define TL_OWNER_ABANDONED 2u	/* its thread exited with live blocks */
+#define TL_OWNER_HUGE 4u	/* a huge segment's single page */
+#define TL_OWNER_FULL 1u	/* flag on a heap pointer */
+
+enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
+
+/*
+ * A page descriptor; the fields the fast paths touch come first.
+ *
+ * Counting: the fast paths do not count.  avail is the length of free as
+ * of the last count, exact for every page but the head of its class queue,
+ * whose free list malloc pops without counting.  A head page leaves the
+ * queue only once free is empty, so avail is exact again then.  local_free
+ * and thread_free are counted when collected (tl_page_collect), which
+ * walks them once: amortised O(1) a block.  So for a page that is not a
+ * queue head, blocks in use = capacity - avail - (uncollected frees), and
+ * after a collect, capacity == avail means the page is empty.
+ *
+ * The page is in exactly one list: its class queue of the owner heap, the
+ * owner's full list (owner has TL_OWNER_FULL; free and avail are empty),
+ * the owner's empty cache, the pool's free list, or the pool's abandoned
+ * list of its class.
+ */
+typedef struct tl_page {
+	tl_block *free;		/* owner: blocks to allocate from */
+	tl_block *local_free;	/* owner: blocks the owner freed */
+	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
+	tl_atomic_uptr owner;	/* heap | flags, or a marker; see above */
+	uint32_t avail;		/* owner: length of free when last counted */
+	uint32_t capacity;	/* owner: blocks carved so far */
+	uint32_t reserved;	/* blocks that fit in the page */
+	uint32_t block_size;	/* bytes per block; huge: usable bytes */
+	uint8_t size_class;	/* 0 for a page without a class */
+	uint8_t kind;		/* enum tl_page_kind */
+	uint8_t dirty;		/* pool: holds data not yet purged */
+	uint8_t in_pool;	/* pool: in the pool's free list */
+	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
+	struct tl_page *next;	/* links of whichever list holds the page */
+	struct tl_page *prev;
+	uint8_t *start;		/* first block */
+} tl_page;
+
+/*
+ * A segment header.  Written under the pool lock (used_pages, links) or at
+ * creation (the rest, read-only afterwards).
+ */
+struct tl_segment {
+	/* Page of each 64 KiB slice; one more for a huge block at offset
+	 * TL_SEGMENT_SIZE (alignments above the segment size). */
+	tl_page *slice_page[TL_SLICES + 1];
+	size_t map_size;	/* bytes mapped, from the segment's start */
+	uint32_t kind;		/* enum tl_page_kind */
+	uint32_t page_count;
+	uint32_t used_pages;	/* pool lock: pages not in the pool */
+	uint32_t page_shift;
+	struct tl_segment *next;	/* pool lock: list of all segments */
+	struct tl_segment *prev;
+	tl_page pages[TL_SLICES];
+};
+
+/* A list of pages (class queue, full list, pool lists). */
+typedef struct tl_page_list {
+	tl_page *first;
+	tl_page *last;
+} tl_page_list;
+
+/*
+ * A heap.  Only its thread touches it (the lock baseline's shared heap: only
+ * under its lock), except the pool, which links dead heaps for reuse.
+ */
+struct tl_heap {
+	/*
+	 * Page to allocate from for size (n + 15) / 16: a thread heap's table
+	 * is its thread's TLS tl_direct_local, which the fast path reads
+	 * without going through the heap.
+	 */
+	tl_page **direct;
+	/* The owner word of its pages: the thread pointer of a thread heap
+	 * (what the free fast path compares), the heap's address otherwise. */
+	uintptr_t id;
+	tl_page_list queue[TL_CLASSES];	/* pages with (maybe) free blocks */
+	tl_page_list full;		/* pages found full, owner|FULL */
+	tl_page_list empty;		/* cached empty pages, any class */
+	uint32_t empty_count;
+	uint32_t pages_owned;		/* pages in the queues and full list */
+	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
+	uint32_t is_thread_heap;	/* destroyed at its thread's exit */
+	struct tl_heap *next_free;	/* pool lock: dead heaps */
+} __attribute__((aligned(64)));
+
+#endif /* TLMALLOC_TYPES_H */

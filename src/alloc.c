@@ -1,0 +1,114 @@
+/*
+ * alloc.c - the generic path of malloc and the calls built on malloc:
+ * calloc, realloc, the aligned family, usable size.
+ *
+ * Aligned blocks need no header and no interior pointers: every page starts
+ * at a multiple of 64 KiB, so a block of a class whose size is a multiple of
+ * the alignment is aligned.  Alignments above 64 KiB, or sizes above
+ * TL_MEDIUM_MAX, get a huge segment placed at the alignment.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "tlmalloc/internal.h"
+
+void *tl_malloc_generic(tl_heap *heap, size_t size)
+{
+	if (tl_unlikely(heap == &tl_heap_empty)) {
+		heap = tl_heap_get_or_create();
+		if (heap == NULL)
+			goto oom;
+	} else if (tl_unlikely(heap == &tl_heap_exiting)) {
+		return tl_shared_malloc(size);
+	}
+	if (size > TL_MEDIUM_MAX)
+		return tl_large_alloc(size, 0);
+	tl_page *page = tl_heap_find_page(heap, tl_size_to_class(size));
+	if (page == NULL)
+		goto oom;
+	return tl_page_pop(page);
+oom:
+	errno = ENOMEM;
+	return NULL;
+}
+
+/*
+ * The caller's fast path found its page's free list empty.  Most often the
+ * page's own frees wait in local_free: take them here, before the generic
+ * path, so a malloc/free cycle on a hot page stays a few instructions.
+ */
+void *tl_malloc_slow(size_t size)
+{
+	tl_heap *heap = tl_heap_local;
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_page *page = tl_direct_local[(size + 15) >> 4];
+		tl_block *block = page->local_free;
+		if (tl_likely(block != NULL)) {
+			page->local_free = NULL;
+			page->free = block->next;
+			return block;
+		}
+	}
+	return tl_malloc_generic(heap, size);
+}
+
+void *tl_alloc_aligned(size_t alignment, size_t size)
+{
+	tl_assert(alignment != 0 && (alignment & (alignment - 1)) == 0);
+	if (alignment <= TL_MIN_ALIGN)
+		return tl_malloc_local(size);
+	if (alignment <= TL_SLICE_SIZE && size <= TL_MEDIUM_MAX) {
+		size_t n = size < alignment ? alignment : size;
+		for (unsigned cls = tl_size_to_class(n); cls < TL_CLASSES; cls++)
+			if (tl_class_size[cls] % alignment == 0)
+				return tl_malloc_local(
+						      tl_class_size[cls]);
+	}
+	return tl_large_alloc(size, alignment);
+}
+
+size_t tl_block_usable(const void *p)
+{
+	tl_segment *seg = tl_segment_of(p);
+	tl_page *page = tl_page_of(seg, p);
+	if (page->kind == TL_PAGE_HUGE)
+		return seg->map_size - (size_t)(page->start - (uint8_t *)seg);
+	return page->block_size;
+}
+
+void *tl_calloc_impl(size_t count, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(count, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = tl_malloc_local(total);
+	if (p != NULL && !tl_large_is_fresh(p))
+		memset(p, 0, total);
+	return p;
+}
+
+void *tl_realloc_impl(void *p, size_t size)
+{
+	if (p == NULL)
+		return tl_malloc_local(size);
+	if (size == 0) {	/* glibc: free and return NULL */
+		tl_free_local(p);
+		return NULL;
+	}
+	size_t usable = tl_block_usable(p);
+	if (usable > TL_MEDIUM_MAX) {
+		void *q = tl_large_resize_in_place(p, size);
+		if (q != NULL)
+			return q;
+	} else if (size <= usable && size >= usable / 2) {
+		return p;
+	}
+	void *q = tl_malloc_local(size);
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, size < usable ? size : usable);
+	tl_free_local(p);
+	return q;
+}

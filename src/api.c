@@ -1,0 +1,196 @@
+/*
+ * api.c - the public entry points: the tl_ API of tlmalloc.h and, in the
+ * same place, every C library name, as aliases of the tl_ functions (the
+ * ThreadSanitizer build, TL_NO_OVERRIDE, leaves the aliases out).
+ *
+ * Argument checks and errno follow glibc: ENOMEM for sizes that cannot be
+ * had (calloc and reallocarray check the multiplication), EINVAL for a bad
+ * alignment, free(NULL) does nothing, and nothing but a failure sets errno.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "tlmalloc.h"
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+#define TL_STR2(x) #x
+#define TL_STR(x) TL_STR2(x)
+
+const char *tl_version(void)
+{
+	return TL_STR(TLMALLOC_VERSION_MAJOR) "." TL_STR(TLMALLOC_VERSION_MINOR)
+		"." TL_STR(TLMALLOC_VERSION_PATCH);
+}
+
+void *tl_malloc(size_t size)
+{
+	return tl_malloc_local(size);
+}
+
+void tl_free(void *ptr)
+{
+	tl_free_local(ptr);
+}
+
+void tl_free_sized(void *ptr, size_t size)
+{
+	(void)size;
+	tl_free_local(ptr);
+}
+
+void tl_free_aligned_sized(void *ptr, size_t alignment, size_t size)
+{
+	(void)alignment;
+	(void)size;
+	tl_free_local(ptr);
+}
+
+void *tl_calloc(size_t count, size_t size)
+{
+	return tl_calloc_impl(count, size);
+}
+
+void *tl_realloc(void *ptr, size_t size)
+{
+	return tl_realloc_impl(ptr, size);
+}
+
+void *tl_reallocarray(void *ptr, size_t count, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(count, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return tl_realloc_impl(ptr, total);
+}
+
+static bool is_power_of_two(size_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+void *tl_aligned_alloc(size_t alignment, size_t size)
+{
+	if (!is_power_of_two(alignment)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return tl_alloc_aligned(alignment, size);
+}
+
+int tl_posix_memalign(void **out, size_t alignment, size_t size)
+{
+	if (!is_power_of_two(alignment) || alignment < sizeof(void *))
+		return EINVAL;
+	int saved = errno;
+	void *p = tl_alloc_aligned(alignment, size);
+	errno = saved;
+	if (p == NULL)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *tl_memalign(size_t alignment, size_t size)
+{
+	/* glibc rounds an alignment that is not a power of two up to one. */
+	if (alignment > ((size_t)1 << (sizeof(size_t) * 8 - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!is_power_of_two(alignment))
+		alignment = alignment <= 1 ? 1
+			  : (size_t)1 << (64 - __builtin_clzll(alignment - 1));
+	return tl_alloc_aligned(alignment, size);
+}
+
+void *tl_valloc(size_t size)
+{
+	return tl_alloc_aligned(tl_os_page_size(), size);
+}
+
+void *tl_pvalloc(size_t size)
+{
+	size_t page = tl_os_page_size();
+	if (size > SIZE_MAX - page) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t rounded = (size + page - 1) & ~(page - 1);
+	return tl_alloc_aligned(page, rounded == 0 ? page : rounded);
+}
+
+size_t tl_usable_size(const void *ptr)
+{
+	return ptr == NULL ? 0 : tl_block_usable(ptr);
+}
+
+int tl_trim(void)
+{
+	tl_heap *heap = tl_heap_local;
+	if (tl_heap_is_thread_heap(heap))
+		tl_heap_collect_all(heap, true);
+	tl_shared_collect(true);
+	return tl_pool_purge(true) ? 1 : 0;
+}
+
+#ifndef TL_NO_OVERRIDE
+/*
+ * The C library's names.  Each is an alias of its tl_ function: no extra
+ * call, one definition.
+ */
+#define TL_ALIAS(name, target) \
+	extern __typeof__(target) name \
+		__attribute__((alias(#target), visibility("default")))
+
+void free_sized(void *ptr, size_t size);
+void free_aligned_sized(void *ptr, size_t alignment, size_t size);
+void cfree(void *ptr);
+int malloc_trim(size_t pad);
+
+TL_ALIAS(malloc, tl_malloc);
+TL_ALIAS(free, tl_free);
+TL_ALIAS(cfree, tl_free);
+TL_ALIAS(free_sized, tl_free_sized);
+TL_ALIAS(free_aligned_sized, tl_free_aligned_sized);
+TL_ALIAS(calloc, tl_calloc);
+TL_ALIAS(realloc, tl_realloc);
+TL_ALIAS(reallocarray, tl_reallocarray);
+TL_ALIAS(aligned_alloc, tl_aligned_alloc);
+TL_ALIAS(posix_memalign, tl_posix_memalign);
+TL_ALIAS(memalign, tl_memalign);
+TL_ALIAS(valloc, tl_valloc);
+TL_ALIAS(pvalloc, tl_pvalloc);
+
+/*
+ * Every C++ operator delete (new_delete.c has the news): plain, array,
+ * nothrow, sized, aligned, sized and aligned.  The hints are not needed.
+ */
+TL_ALIAS(_ZdlPv, tl_free);
+TL_ALIAS(_ZdaPv, tl_free);
+TL_ALIAS(_ZdlPvRKSt9nothrow_t, tl_free_sized);
+TL_ALIAS(_ZdaPvRKSt9nothrow_t, tl_free_sized);
+TL_ALIAS(_ZdlPvm, tl_free_sized);
+TL_ALIAS(_ZdaPvm, tl_free_sized);
+TL_ALIAS(_ZdlPvSt11align_val_t, tl_free_sized);
+TL_ALIAS(_ZdaPvSt11align_val_t, tl_free_sized);
+TL_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdlPvmSt11align_val_t, tl_free_aligned_sized);
+TL_ALIAS(_ZdaPvmSt11align_val_t, tl_free_aligned_sized);
+
+/* glibc declares it with a non-const pointer. */
+TL_API size_t malloc_usable_size(void *ptr)
+{
+	return tl_usable_size(ptr);
+}
+
+TL_API int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return tl_trim();
+}
+#endif

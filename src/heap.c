@@ -1,0 +1,298 @@
+/*
+ * heap.c - thread-local heaps: the per-class page queues, finding a page
+ * with a free block, retiring empty pages, and handing everything back at
+ * thread exit.
+ *
+ * A heap is touched only by its thread (the lock baseline's shared heap:
+ * only under its lock).  Per size class it keeps a queue of pages; the head
+ * of each queue is what the fast path allocates from (heap->direct).  A page
+ * found with no free block moves to the full list, flagged in its owner
+ * word, so that the owner's next free into it takes the generic path and
+ * brings it back.  The fast paths count nothing (see tl_page in types.h):
+ * the sweep, run before the heap takes new pages, counts the frees of the
+ * other pages, gives empty ones back (up to TL_HEAP_EMPTY_CACHE stay cached,
+ * the rest go to the pool) and brings back full pages that other threads
+ * freed into.  A queue head is never given back: no thrash on malloc/free
+ * loops.
+ */
+#include <pthread.h>
+
+#include "tlmalloc/internal.h"
+
+#define TL_HEAP_EMPTY_CACHE 4
+
+/* The static empty page and heap seen by threads that never allocated. */
+tl_page tl_page_empty;
+
+#define E1 &tl_page_empty
+#define E5 E1, E1, E1, E1, E1
+#define E65 E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5
+_Static_assert(TL_DIRECT_SLOTS == 65, "initialiser below has 65 slots");
+__thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
+	__attribute__((tls_model("initial-exec"))) = { E65 };
+
+/*
+ * id 0: no page is ever owned by these.  tl_heap_empty: a thread that has
+ * not allocated yet.  tl_heap_exiting: a thread whose heap was handed back
+ * by its exit destructor; it allocates from the shared heap from then on,
+ * so allocations in later destructors make no heap that nobody frees.
+ */
+tl_heap tl_heap_empty;
+tl_heap tl_heap_exiting;
+
+__thread tl_heap *tl_heap_local __attribute__((tls_model("initial-exec"))) =
+	&tl_heap_empty;
+
+/* Point the direct slots of class cls at the head of its queue. */
+static void heap_set_direct(tl_heap *heap, unsigned cls)
+{
+	uint32_t size = tl_class_size[cls];
+	if (size > TL_DIRECT_MAX)
+		return;
+	tl_page *page = heap->queue[cls].first;
+	if (page == NULL)
+		page = &tl_page_empty;
+	unsigned lo = cls == 1 ? 0 : tl_class_size[cls - 1] / 16 + 1;
+	for (unsigned i = lo; i <= size / 16; i++)
+		heap->direct[i] = page;
+}
+
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
+		  bool is_thread_heap)
+{
+	*heap = (tl_heap){
+		.direct = direct,
+		.id = id,
+		.is_thread_heap = is_thread_heap,
+	};
+	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
+		heap->direct[i] = &tl_page_empty;
+}
+
+static void page_set_owner(tl_page *page, tl_heap *heap, uintptr_t flags)
+{
+	tl_uptr_store_relaxed(&page->owner, heap->id | flags);
+}
+
+static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
+{
+	uint8_t kind = tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
+							  : TL_PAGE_MEDIUM;
+	for (tl_page *page = heap->empty.first; page != NULL; page = page->next) {
+		if (page->kind != kind)
+			continue;
+		tl_list_remove(&heap->empty, page);
+		heap->empty_count--;
+		tl_page_format(page, cls);
+		page_set_owner(page, heap, 0);
+		return page;
+	}
+	return NULL;
+}
+
+/* An empty page leaves its heap: into the cache, or back to the pool. */
+static void heap_retire(tl_heap *heap, tl_page *page)
+{
+	heap->pages_owned--;
+	if (heap->empty_count < TL_HEAP_EMPTY_CACHE) {
+		/* Owned by no one while cached: a free into it is caught. */
+		tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+		tl_list_push_front(&heap->empty, page);
+		heap->empty_count++;
+		return;
+	}
+	tl_pool_give_page(page);
+}
+
+/*
+ * The head of queue cls has a free block, or the queue is empty.  The head
+ * runs dry only here: its uncounted pops are all gone (avail = 0), then it
+ * collects its frees, carves fresh blocks, or moves to the full list.
+ */
+static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
+{
+	tl_page_list *q = &heap->queue[cls];
+	tl_page *page;
+	while ((page = q->first) != NULL) {
+		if (page->free != NULL || tl_page_collect_head(page))
+			break;
+		tl_page_set_avail(page, 0);	/* exact again: free is empty */
+		if (tl_page_extend(page))
+			break;
+		tl_list_remove(q, page);
+		tl_list_push_back(&heap->full, page);
+		page_set_owner(page, heap, TL_OWNER_FULL);
+	}
+	heap_set_direct(heap, cls);
+	return page;
+}
+
+/*
+ * Count the frees of every page but the queue heads: empty pages leave the
+ * heap, full pages that other threads freed into go back to their queues.
+ * Run when the heap would otherwise take a new page, at most once per
+ * 1/8 of its pages taken, so its cost is amortised.
+ */
+static void heap_sweep(tl_heap *heap)
+{
+	tl_page *page, *next;
+	heap->fresh_since_sweep = 0;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page_list *q = &heap->queue[cls];
+		if (q->first == NULL)
+			continue;
+		for (page = q->first->next; page != NULL; page = next) {
+			next = page->next;
+			tl_page_collect(page);
+			if (page->avail == page->capacity) {
+				tl_list_remove(q, page);
+				heap_retire(heap, page);
+			}
+		}
+	}
+	for (page = heap->full.first; page != NULL; page = next) {
+		next = page->next;
+		if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+			continue;
+		tl_page_collect(page);
+		tl_list_remove(&heap->full, page);
+		page_set_owner(page, heap, 0);
+		tl_page_list *q = &heap->queue[page->size_class];
+		if (page->avail == page->capacity && q->first != NULL) {
+			heap_retire(heap, page);
+			continue;
+		}
+		tl_list_push_back(q, page);
+		heap_set_direct(heap, page->size_class);
+	}
+}
+
+static bool heap_sweep_due(const tl_heap *heap)
+{
+	return (heap->fresh_since_sweep + 1) * 8 >= heap->pages_owned ||
+	       heap->fresh_since_sweep >= 64;
+}
+
+tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
+{
+	tl_page *page = heap_scan_queue(heap, cls);
+	if (page != NULL)
+		return page;
+	if (heap_sweep_due(heap)) {
+		heap_sweep(heap);
+		if ((page = heap_scan_queue(heap, cls)) != NULL)
+			return page;
+	}
+	for (;;) {
+		page = heap_take_cached(heap, cls);
+		if (page == NULL) {
+			page = tl_pool_take_page(heap, cls);
+			heap->fresh_since_sweep++;
+		}
+		if (page == NULL)
+			return NULL;
+		heap->pages_owned++;
+		tl_list_push_front(&heap->queue[cls], page);
+		if ((page = heap_scan_queue(heap, cls)) != NULL)
+			return page;
+		/* An adopted page that was full: it now sits in our full list. */
+	}
+}
+
+void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
+{
+	tl_list_remove(&heap->full, page);
+	page_set_owner(page, heap, 0);
+	tl_list_push_back(&heap->queue[page->size_class], page);
+	heap_set_direct(heap, page->size_class);
+}
+
+void tl_heap_release_cached(tl_heap *heap)
+{
+	tl_page *page;
+	while ((page = heap->empty.first) != NULL) {
+		tl_list_remove(&heap->empty, page);
+		tl_pool_give_page(page);
+	}
+	heap->empty_count = 0;
+}
+
+/* Hand one page back at heap destruction. */
+static void heap_release_page(tl_page *page)
+{
+	tl_page_collect(page);
+	if (page->avail == page->capacity)
+		tl_pool_give_page(page);
+	else
+		tl_pool_abandon_page(page);
+}
+
+static void heap_release_list(tl_page_list *l)
+{
+	tl_page *page;
+	while ((page = l->first) != NULL) {
+		tl_list_remove(l, page);
+		heap_release_page(page);
+	}
+}
+
+bool tl_heap_is_thread_heap(const tl_heap *heap)
+{
+	return heap != &tl_heap_empty && heap != &tl_heap_exiting;
+}
+
+/* Count every page exactly; with release, empty pages (heads too) go back. */
+void tl_heap_collect_all(tl_heap *heap, bool release)
+{
+	tl_page *page, *next;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page_list *q = &heap->queue[cls];
+		if (q->first != NULL)
+			tl_page_count_avail(q->first);
+		for (page = q->first; page != NULL; page = next) {
+			next = page->next;
+			tl_page_collect(page);
+			if (release && page->avail == page->capacity) {
+				tl_list_remove(q, page);
+				heap->pages_owned--;
+				tl_pool_give_page(page);
+			}
+		}
+		heap_set_direct(heap, cls);
+	}
+	heap_sweep(heap);
+	if (release)
+		tl_heap_release_cached(heap);
+}
+
+void tl_heap_destroy(tl_heap *heap)
+{
+	/* First: a malloc from here on (the pool may start the purger) must
+	 * not pop from the pages being handed back. */
+	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
+		heap->direct[i] = &tl_page_empty;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page *head = heap->queue[cls].first;
+		if (head != NULL)
+			tl_page_count_avail(head);
+		heap_release_list(&heap->queue[cls]);
+	}
+	heap_release_list(&heap->full);
+	tl_heap_release_cached(heap);
+	heap->pages_owned = 0;
+}
+
+tl_heap *tl_heap_get_or_create(void)
+{
+	tl_heap *heap = tl_heap_local;
+	if (heap != &tl_heap_empty)
+		return heap;
+	tl_process_init();
+	heap = tl_pool_heap_alloc();
+	if (heap == NULL)
+		return NULL;
+	tl_heap_init(heap, tl_direct_local, tl_thread_id(), true);
+	tl_heap_local = heap;
+	tl_thread_register(heap);
+	return heap;
+}

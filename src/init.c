@@ -1,0 +1,161 @@
+/*
+ * init.c - the process around the heaps: initialisation, thread exit, fork,
+ * the purger thread, and fatal errors.
+ *
+ * Initialisation allocates nothing, uses no stdio and no dlsym: it creates
+ * the thread-exit key and registers the fork handlers, and may run from the
+ * first malloc of the dynamic loader's or libc's start-up, before any
+ * constructor.  A call that re-enters malloc while it runs (or that comes
+ * from another thread meanwhile) goes on without waiting.
+ *
+ * Thread exit: the key's destructor hands the heap back (tl_heap_destroy)
+ * and the thread sees tl_heap_exiting: a malloc from a later destructor
+ * (of another key, in this or a later round) takes a block from the shared
+ * heap, whose blocks anyone may free, instead of making a heap that no
+ * destructor would hand back.
+ *
+ * fork: the prepare handler takes the lock baseline's lock and the pool
+ * lock, so no other thread holds them at the fork; the child resets them.
+ *
+ * Purger: only in a program that has threads already (a single-threaded
+ * program never gets one), a detached thread purges due pages while there
+ * are any, then exits; the next page given back starts it again.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+static tl_atomic_u32 init_state;
+static pthread_key_t heap_key;
+static tl_atomic_u32 purger_running;
+
+static void thread_exit(void *arg)
+{
+	tl_heap *heap = arg;
+	tl_heap_local = &tl_heap_exiting;
+	tl_heap_destroy(heap);
+	tl_pool_heap_free(heap);
+}
+
+static void fork_prepare(void)
+{
+	tl_ts_fork_prepare();
+	tl_pool_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	tl_pool_fork_parent();
+	tl_ts_fork_parent();
+}
+
+static void fork_child(void)
+{
+	tl_pool_fork_child();
+	tl_ts_fork_child();
+	tl_u32_store_relaxed(&purger_running, 0);
+}
+
+void tl_process_init(void)
+{
+	uint32_t state = INIT_NONE;
+	if (tl_likely(tl_u32_load_relaxed(&init_state) == INIT_DONE))
+		return;
+	if (!tl_u32_cas_strong_acquire(&init_state, &state, INIT_RUNNING))
+		return;
+	tl_os_page_size();
+	pthread_key_create(&heap_key, thread_exit);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	tl_u32_store_release(&init_state, INIT_DONE);
+}
+
+__attribute__((constructor)) static void tl_constructor(void)
+{
+	tl_process_init();
+}
+
+void tl_thread_register(tl_heap *heap)
+{
+	if (tl_u32_load_relaxed(&init_state) == INIT_DONE)
+		pthread_setspecific(heap_key, heap);
+}
+
+static void *purger_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		while (tl_pool_purge_pending()) {
+			uint32_t zero = 0;
+			tl_os_futex_wait_ms(&zero, 0, tl_purge_delay_ms);
+			tl_pool_purge(false);
+		}
+		tl_u32_store_release(&purger_running, 0);
+		/* A page given back between the check and the store saw us
+		 * running and started nobody: go on if we can. */
+		uint32_t expected = 0;
+		if (!tl_pool_purge_pending() ||
+		    !tl_u32_cas_strong_acquire(&purger_running, &expected, 1))
+			return NULL;
+	}
+}
+
+void tl_purger_wake(void)
+{
+	uint32_t expected = 0;
+	if (tl_u32_load_relaxed(&purger_running) != 0 ||
+	    !tl_u32_cas_strong_acquire(&purger_running, &expected, 1))
+		return;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int saved = errno;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	if (pthread_create(&thread, &attr, purger_main, NULL) != 0)
+		tl_u32_store_relaxed(&purger_running, 0);
+	pthread_attr_destroy(&attr);
+	errno = saved;
+}
+
+static size_t format_hex(char *out, uintptr_t v)
+{
+	char tmp[2 * sizeof(v)];
+	size_t n = 0;
+	do {
+		tmp[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	out[0] = '0';
+	out[1] = 'x';
+	for (size_t i = 0; i < n; i++)
+		out[2 + i] = tmp[n - 1 - i];
+	return n + 2;
+}
+
+void tl_fatal(const char *call, const void *p, const char *what)
+{
+	char buf[256];
+	size_t n = 0;
+	const char *parts[] = { "tlmalloc: ", call, "(" };
+	for (size_t i = 0; i < 3; i++) {
+		size_t len = strlen(parts[i]);
+		memcpy(buf + n, parts[i], len);
+		n += len;
+	}
+	n += format_hex(buf + n, (uintptr_t)p);
+	size_t len = strlen(what);
+	if (len > sizeof(buf) - n - 5)
+		len = sizeof(buf) - n - 5;
+	memcpy(buf + n, "): ", 3);
+	n += 3;
+	memcpy(buf + n, what, len);
+	n += len;
+	buf[n++] = '\n';
+	tl_os_write_stderr(buf, n);
+	abort();
+}

@@ -1,0 +1,51 @@
+/*
+ * large.c - blocks above TL_MEDIUM_MAX (or above 64 KiB alignment): each is
+ * a huge segment of its own, mapped from the OS and unmapped on free.
+ * realloc grows or shrinks one in place with mremap when the address space
+ * after it is free, so a growing buffer is not copied each time.
+ */
+#include <errno.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+void *tl_large_alloc(size_t size, size_t alignment)
+{
+	tl_segment *seg = tl_segment_create_huge(size, alignment);
+	if (seg == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	seg->pages[0].dirty = 0;
+	return seg->pages[0].start;
+}
+
+void tl_large_free(tl_segment *seg)
+{
+	tl_segment_destroy(seg);
+}
+
+bool tl_large_is_fresh(const void *p)
+{
+	const tl_page *page = tl_page_of(tl_segment_of(p), p);
+	/* Each huge block is a fresh mapping, zero until written. */
+	return page->kind == TL_PAGE_HUGE && !page->dirty;
+}
+
+void *tl_large_resize_in_place(void *p, size_t size)
+{
+	tl_segment *seg = tl_segment_of(p);
+	tl_page *page = tl_page_of(seg, p);
+	size_t offset = (size_t)(page->start - (uint8_t *)seg);
+	size_t usable = seg->map_size - offset;
+	if (size <= usable && size >= usable / 2)
+		return p;
+	if (size > PTRDIFF_MAX - offset)
+		return NULL;
+	size_t ps = tl_os_page_size();
+	size_t map_size = (offset + size + ps - 1) & ~(ps - 1);
+	if (!tl_os_remap_in_place(seg, seg->map_size, map_size))
+		return NULL;
+	tl_pool_segment_resized(seg, map_size);
+	return p;
+}

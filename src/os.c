@@ -1,0 +1,142 @@
+/*
+ * os.c - the OS layer: the only file that makes system calls.
+ *
+ * Every function saves and restores errno, so an allocator call that
+ * succeeds never changes errno, and free() never does.  Nothing here
+ * allocates or uses stdio.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+size_t tl_os_page_size(void)
+{
+	static size_t page_size;
+	if (tl_unlikely(page_size == 0)) {
+		long v = sysconf(_SC_PAGESIZE);
+		page_size = v > 0 ? (size_t)v : 4096;
+	}
+	return page_size;
+}
+
+static void *map_raw(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset)
+{
+	int saved = errno;
+	if (alignment < TL_SEGMENT_SIZE)
+		alignment = TL_SEGMENT_SIZE;
+	tl_assert(offset % TL_SEGMENT_SIZE == 0);
+	/* Try the exact size first: often the kernel hands out aligned space. */
+	uint8_t *p = map_raw(size);
+	if (p != NULL && ((uintptr_t)p + offset) % alignment == 0)
+		goto out;
+	if (p != NULL)
+		munmap(p, size);
+	/* Over-map, then trim the head and the tail. */
+	size_t total = size + alignment;
+	if (total < size) {
+		p = NULL;
+		goto out;
+	}
+	uint8_t *raw = map_raw(total);
+	if (raw == NULL) {
+		p = NULL;
+		goto out;
+	}
+	uintptr_t want = ((uintptr_t)raw + offset + alignment - 1) &
+			 ~(uintptr_t)(alignment - 1);
+	p = (uint8_t *)(want - offset);
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	size_t tail = (size_t)(raw + total - (p + size));
+	if (tail > 0)
+		munmap(p + size, tail);
+out:
+	errno = saved;
+	return p;
+}
+
+void tl_os_unmap(void *addr, size_t size)
+{
+	int saved = errno;
+	munmap(addr, size);
+	errno = saved;
+}
+
+void tl_os_purge(void *addr, size_t size)
+{
+	int saved = errno;
+	madvise(addr, size, MADV_DONTNEED);
+	errno = saved;
+}
+
+bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size)
+{
+	int saved = errno;
+	void *p = mremap(addr, old_size, new_size, 0);
+	errno = saved;
+	return p == addr;
+}
+
+uint64_t tl_os_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void tl_os_futex_wait(const uint32_t *word, uint32_t expected)
+{
+	int saved = errno;
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+	errno = saved;
+}
+
+void tl_os_futex_wait_ms(const uint32_t *word, uint32_t expected,
+			 uint64_t timeout_ms)
+{
+	int saved = errno;
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ms / 1000),
+		.tv_nsec = (long)(timeout_ms % 1000) * 1000000L,
+	};
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+	errno = saved;
+}
+
+void tl_os_futex_wake_one(const uint32_t *word)
+{
+	int saved = errno;
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = saved;
+}
+
+void tl_os_write_stderr(const char *msg, size_t len)
+{
+	int saved = errno;
+	while (len > 0) {
+		ssize_t n = write(2, msg, len);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		msg += n;
+		len -= (size_t)n;
+	}
+	errno = saved;
+}

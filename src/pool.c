@@ -1,0 +1,373 @@
+/*
+ * pool.c - the global pool: free pages, abandoned pages, heap structs, the
+ * list of segments, and purging free memory back to the OS.
+ *
+ * Locking rule: every field of `pool` is read and written under pool.lock,
+ * the only lock on any allocation path.  Functions ending in _locked expect
+ * the caller to hold it.  System calls (mmap of a new segment, madvise,
+ * munmap) are made with the lock released: a page being purged is pinned
+ * (counted in its segment's used_pages) and out of every list meanwhile.
+ *
+ * Purging: a page given back dirty gets purge_at = now + purge delay.  Any
+ * pool call that finds the earliest purge_at passed purges what is due; in a
+ * program with threads a purger thread also does it while it is idle.  A
+ * segment whose pages are all free and due is unmapped whole.
+ */
+#include <stdint.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+#define TL_HEAP_AREA TL_SEGMENT_SIZE
+
+static struct tl_pool {
+	tl_lock lock;
+	tl_page_list free_pages[2];	/* by kind: small, medium */
+	tl_page_list abandoned[TL_CLASSES];
+	tl_segment *segments;		/* every live segment */
+	tl_heap *free_heaps;
+	uint8_t *heap_area;
+	size_t heap_area_left;
+	size_t mapped;			/* bytes mapped for segments */
+	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
+	uint32_t heaps_live;
+	uint32_t heaps_made;			/* heap structs carved */
+	bool threaded;			/* a second heap was ever made */
+} pool = {
+	.lock = TL_LOCK_INIT,
+	.next_purge_ms = UINT64_MAX,
+};
+
+uint64_t tl_purge_delay_ms = 100;
+
+static size_t page_area_size(const tl_page *page)
+{
+	size_t size;
+	tl_page_area(tl_segment_of(page->start), page, &size);
+	return size;
+}
+
+void tl_pool_register_segment(tl_segment *seg)
+{
+	tl_lock_acquire(&pool.lock);
+	seg->prev = NULL;
+	seg->next = pool.segments;
+	if (pool.segments != NULL)
+		pool.segments->prev = seg;
+	pool.segments = seg;
+	pool.mapped += seg->map_size;
+	if (seg->kind != TL_PAGE_HUGE) {
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			tl_page *page = &seg->pages[i];
+			size_t size = page_area_size(page);
+			if (size == 0)
+				continue;
+			page->in_pool = 1;
+			tl_list_push_back(&pool.free_pages[seg->kind], page);
+		}
+	}
+	tl_lock_release(&pool.lock);
+}
+
+static void unregister_locked(tl_segment *seg)
+{
+	if (seg->prev != NULL)
+		seg->prev->next = seg->next;
+	else
+		pool.segments = seg->next;
+	if (seg->next != NULL)
+		seg->next->prev = seg->prev;
+	pool.mapped -= seg->map_size;
+}
+
+void tl_pool_unregister_segment(tl_segment *seg)
+{
+	tl_lock_acquire(&pool.lock);
+	unregister_locked(seg);
+	tl_lock_release(&pool.lock);
+}
+
+void tl_pool_segment_resized(tl_segment *seg, size_t map_size)
+{
+	tl_lock_acquire(&pool.lock);
+	pool.mapped = pool.mapped - seg->map_size + map_size;
+	seg->map_size = map_size;
+	tl_lock_release(&pool.lock);
+}
+
+static tl_page *take_free_locked(enum tl_page_kind kind)
+{
+	tl_page *page = pool.free_pages[kind].first;
+	if (page == NULL)
+		return NULL;
+	tl_list_remove(&pool.free_pages[kind], page);
+	page->in_pool = 0;
+	tl_segment_of(page->start)->used_pages++;
+	return page;
+}
+
+tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
+{
+	enum tl_page_kind kind = tl_class_size[cls] <= TL_SMALL_MAX
+					 ? TL_PAGE_SMALL : TL_PAGE_MEDIUM;
+	tl_page *page;
+	for (;;) {
+		tl_lock_acquire(&pool.lock);
+		page = pool.abandoned[cls].first;
+		if (page != NULL) {
+			tl_list_remove(&pool.abandoned[cls], page);
+			tl_lock_release(&pool.lock);
+			tl_uptr_store_release(&page->owner, heap->id);
+			tl_page_collect(page);
+			return page;
+		}
+		page = take_free_locked(kind);
+		tl_lock_release(&pool.lock);
+		if (page != NULL)
+			break;
+		if (tl_segment_create(kind) == NULL)
+			return NULL;
+	}
+	tl_page_format(page, cls);
+	/* release: a statistics reader that sees the owner sees the format */
+	tl_uptr_store_release(&page->owner, heap->id);
+	return page;
+}
+
+void tl_pool_give_page(tl_page *page)
+{
+	tl_segment *seg = tl_segment_of(page->start);
+	uint64_t now = tl_os_now_ms();
+	bool due;
+	if (page->capacity > 0)
+		page->dirty = 1;
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+	tl_lock_acquire(&pool.lock);
+	page->in_pool = 1;
+	seg->used_pages--;
+	if (page->dirty) {
+		page->purge_at_ms = now + tl_purge_delay_ms;
+		if (page->purge_at_ms < pool.next_purge_ms)
+			pool.next_purge_ms = page->purge_at_ms;
+		tl_list_push_front(&pool.free_pages[page->kind], page);
+	} else {
+		tl_list_push_back(&pool.free_pages[page->kind], page);
+	}
+	due = now >= pool.next_purge_ms;
+	bool wake = pool.threaded && pool.next_purge_ms != UINT64_MAX;
+	tl_lock_release(&pool.lock);
+	if (due)
+		tl_pool_purge(false);
+	else if (wake)
+		tl_purger_wake();
+}
+
+void tl_pool_abandon_page(tl_page *page)
+{
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	tl_lock_acquire(&pool.lock);
+	tl_list_push_back(&pool.abandoned[page->size_class], page);
+	tl_lock_release(&pool.lock);
+}
+
+tl_heap *tl_pool_heap_alloc(void)
+{
+	tl_heap *heap = NULL;
+	tl_lock_acquire(&pool.lock);
+	if (pool.free_heaps != NULL) {
+		heap = pool.free_heaps;
+		pool.free_heaps = heap->next_free;
+	} else {
+		if (pool.heap_area_left < sizeof(tl_heap)) {
+			pool.heap_area = tl_os_map_aligned(TL_HEAP_AREA,
+							   TL_SEGMENT_SIZE, 0);
+			pool.heap_area_left = pool.heap_area ? TL_HEAP_AREA : 0;
+		}
+		if (pool.heap_area_left >= sizeof(tl_heap)) {
+			heap = (tl_heap *)pool.heap_area;
+			pool.heap_area += sizeof(tl_heap);
+			pool.heap_area_left -= sizeof(tl_heap);
+			pool.heaps_made++;
+		}
+	}
+	if (heap != NULL && ++pool.heaps_live >= 2)
+		pool.threaded = true;
+	tl_lock_release(&pool.lock);
+	return heap;
+}
+
+void tl_pool_heap_free(tl_heap *heap)
+{
+	tl_lock_acquire(&pool.lock);
+	heap->next_free = pool.free_heaps;
+	pool.free_heaps = heap;
+	pool.heaps_live--;
+	tl_lock_release(&pool.lock);
+}
+
+/* Every free page of seg is due (or force): drop it whole. */
+static bool segment_due_locked(const tl_segment *seg, uint64_t now, bool force)
+{
+	if (seg->kind == TL_PAGE_HUGE || seg->used_pages != 0)
+		return false;
+	if (force)
+		return true;
+	for (uint32_t i = 0; i < seg->page_count; i++) {
+		const tl_page *page = &seg->pages[i];
+		if (page->in_pool && page->dirty && page->purge_at_ms > now)
+			return false;
+	}
+	return true;
+}
+
+static void drop_segment_locked(tl_segment *seg)
+{
+	for (uint32_t i = 0; i < seg->page_count; i++) {
+		tl_page *page = &seg->pages[i];
+		if (!page->in_pool)
+			continue;
+		tl_list_remove(&pool.free_pages[seg->kind], page);
+	}
+	unregister_locked(seg);
+}
+
+bool tl_pool_purge(bool force)
+{
+	tl_segment *unmap = NULL;
+	tl_page *todo = NULL;
+	tl_lock_acquire(&pool.lock);
+	uint64_t now = tl_os_now_ms();
+	if (!force && now < pool.next_purge_ms) {
+		tl_lock_release(&pool.lock);
+		return false;
+	}
+	tl_segment *next;
+	for (tl_segment *seg = pool.segments; seg != NULL; seg = next) {
+		next = seg->next;
+		if (!segment_due_locked(seg, now, force))
+			continue;
+		drop_segment_locked(seg);
+		seg->next = unmap;
+		unmap = seg;
+	}
+	uint64_t earliest = UINT64_MAX;
+	for (int kind = 0; kind < 2; kind++) {
+		tl_page *pnext;
+		for (tl_page *page = pool.free_pages[kind].first; page != NULL;
+		     page = pnext) {
+			pnext = page->next;
+			if (!page->dirty)
+				continue;
+			if (!force && page->purge_at_ms > now) {
+				if (page->purge_at_ms < earliest)
+					earliest = page->purge_at_ms;
+				continue;
+			}
+			tl_list_remove(&pool.free_pages[kind], page);
+			page->in_pool = 0;	/* pinned while purged */
+			tl_segment_of(page->start)->used_pages++;
+			page->next = todo;
+			todo = page;
+		}
+	}
+	pool.next_purge_ms = earliest;
+	tl_lock_release(&pool.lock);
+
+	bool released = unmap != NULL || todo != NULL;
+	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
+		next = seg->next;
+		tl_segment_unmap(seg);
+	}
+	for (tl_page *page = todo; page != NULL; page = page->next)
+		tl_os_purge(page->start, page_area_size(page));
+	if (todo == NULL)
+		return released;
+	tl_lock_acquire(&pool.lock);
+	tl_page *pnext;
+	for (tl_page *page = todo; page != NULL; page = pnext) {
+		pnext = page->next;
+		page->dirty = 0;
+		page->in_pool = 1;
+		tl_segment_of(page->start)->used_pages--;
+		tl_list_push_back(&pool.free_pages[page->kind], page);
+	}
+	tl_lock_release(&pool.lock);
+	return released;
+}
+
+bool tl_pool_purge_pending(void)
+{
+	tl_lock_acquire(&pool.lock);
+	bool pending = pool.next_purge_ms != UINT64_MAX;
+	tl_lock_release(&pool.lock);
+	return pending;
+}
+
+/*
+ * Bytes held and bytes live, page by page: a snapshot that reads other
+ * heaps' counters (relaxed).  Held: what has been touched and not given
+ * back - the blocks carved of owned pages, dirty free pages, segment
+ * headers, huge blocks, heap structs; never-touched or purged memory is
+ * not held.  Live: carved blocks not counted free; frees not yet collected
+ * count as live.
+ */
+static void stats_walk_locked(struct tl_pool_stats *out)
+{
+	size_t page_size = tl_os_page_size();
+	size_t header = (sizeof(tl_segment) + page_size - 1) & ~(page_size - 1);
+	for (const tl_segment *seg = pool.segments; seg != NULL;
+	     seg = seg->next) {
+		if (seg->kind == TL_PAGE_HUGE) {
+			out->held += seg->map_size;
+			out->live += seg->map_size;
+			continue;
+		}
+		out->held += header;
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			const tl_page *page = &seg->pages[i];
+			if (page->in_pool) {
+				if (page->dirty)
+					out->held += page_area_size(page);
+				continue;
+			}
+			bool owned = tl_uptr_load_acquire(&page->owner) !=
+				     TL_OWNER_FREE;
+			size_t cap = __atomic_load_n(&page->capacity,
+						     __ATOMIC_RELAXED);
+			size_t avail = __atomic_load_n(&page->avail,
+						       __ATOMIC_RELAXED);
+			size_t bs = __atomic_load_n(&page->block_size,
+						    __ATOMIC_RELAXED);
+			out->held += cap * bs;
+			if (owned && cap > avail)
+				out->live += (cap - avail) * bs;
+		}
+	}
+}
+
+void tl_pool_stats_get(struct tl_pool_stats *out)
+{
+	*out = (struct tl_pool_stats){ 0 };
+	tl_lock_acquire(&pool.lock);
+	out->mapped = pool.mapped;
+	out->held = pool.heaps_made * sizeof(tl_heap);
+	stats_walk_locked(out);
+	tl_lock_release(&pool.lock);
+}
+
+void tl_pool_fork_prepare(void)
+{
+	tl_lock_acquire(&pool.lock);
+}
+
+void tl_pool_fork_parent(void)
+{
+	tl_lock_release(&pool.lock);
+}
+
+void tl_pool_fork_child(void)
+{
+	tl_lock_reset(&pool.lock);
+	/* Only the forking thread lives on; its heap (if any) is the one. */
+	pool.heaps_live = pool.heaps_live > 0 ? 1 : 0;
+}

@@ -1,0 +1,141 @@
+/*
+ * segment.c - segments: TL_SEGMENT_SIZE-aligned mappings and the page
+ * geometry inside them.
+ *
+ * A small segment is cut into 64 KiB pages, a medium one into 1 MiB pages;
+ * the first TL_SEGMENT_HEADER bytes hold the header, so page 0 starts after
+ * it (a small segment's page 0 is empty and never used).  A huge segment
+ * holds one block, at the offset its alignment asks for.  slice_page maps
+ * every 64 KiB slice to its page, which makes pointer -> page O(1).
+ *
+ * A bitmap with one bit per TL_SEGMENT_SIZE of address space says which
+ * segment starts are live: tl_segment_is_ours() answers whether a pointer is
+ * tlmalloc's without touching the memory it points to.  Set before a segment
+ * is handed out, cleared before it is unmapped.
+ */
+#include <string.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/os.h"
+
+#define TL_ADDRESS_BITS 48
+#define TL_MAP_WORDS ((size_t)1 << (TL_ADDRESS_BITS - TL_SEGMENT_SHIFT - 6))
+
+static tl_atomic_u64 segment_map[TL_MAP_WORDS];
+
+static void map_bit(const tl_segment *seg, size_t *word, uint64_t *bit)
+{
+	uintptr_t n = (uintptr_t)seg >> TL_SEGMENT_SHIFT;
+	*word = (n >> 6) & (TL_MAP_WORDS - 1);
+	*bit = (uint64_t)1 << (n & 63);
+}
+
+static void map_set(const tl_segment *seg, bool on)
+{
+	size_t word;
+	uint64_t bit;
+	map_bit(seg, &word, &bit);
+	if (on)
+		tl_u64_or_relaxed(&segment_map[word], bit);
+	else
+		tl_u64_and_relaxed(&segment_map[word], ~bit);
+}
+
+bool tl_segment_is_ours(const void *p)
+{
+	if ((uintptr_t)p >> TL_ADDRESS_BITS)
+		return false;
+	size_t word;
+	uint64_t bit;
+	map_bit(tl_segment_of(p), &word, &bit);
+	return (tl_u64_load_relaxed(&segment_map[word]) & bit) != 0;
+}
+
+uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page, size_t *size)
+{
+	size_t index = (size_t)(page - seg->pages);
+	size_t begin = index << seg->page_shift;
+	size_t end = begin + ((size_t)1 << seg->page_shift);
+	if (begin < TL_SEGMENT_HEADER)
+		begin = TL_SEGMENT_HEADER;
+	*size = end > begin ? end - begin : 0;
+	return (uint8_t *)seg + begin;
+}
+
+tl_segment *tl_segment_create(enum tl_page_kind kind)
+{
+	tl_segment *seg = tl_os_map_aligned(TL_SEGMENT_SIZE, TL_SEGMENT_SIZE, 0);
+	if (seg == NULL)
+		return NULL;
+	seg->map_size = TL_SEGMENT_SIZE;
+	seg->kind = kind;
+	seg->page_shift = kind == TL_PAGE_SMALL ? TL_SMALL_PAGE_SHIFT
+						: TL_MEDIUM_PAGE_SHIFT;
+	seg->page_count = (uint32_t)(TL_SEGMENT_SIZE >> seg->page_shift);
+	for (uint32_t i = 0; i < seg->page_count; i++) {
+		tl_page *page = &seg->pages[i];
+		size_t size;
+		page->kind = (uint8_t)kind;
+		page->start = tl_page_area(seg, page, &size);
+	}
+	for (size_t s = 0; s < TL_SLICES; s++)
+		seg->slice_page[s] = &seg->pages[s >> (seg->page_shift -
+						       TL_SLICE_SHIFT)];
+	seg->slice_page[TL_SLICES] = &seg->pages[seg->page_count - 1];
+	map_set(seg, true);
+	tl_pool_register_segment(seg);
+	return seg;
+}
+
+/* Where the block of a huge segment starts, for an alignment. */
+static size_t huge_offset(size_t alignment)
+{
+	if (alignment <= TL_SEGMENT_HEADER)
+		return TL_SEGMENT_HEADER;
+	if (alignment <= TL_SEGMENT_SIZE)
+		return alignment;
+	return TL_SEGMENT_SIZE;
+}
+
+tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
+{
+	size_t page = tl_os_page_size();
+	size_t offset = huge_offset(alignment);
+	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment)
+		return NULL;
+	size_t map_size = (offset + size + page - 1) & ~(page - 1);
+	tl_segment *seg;
+	if (alignment > TL_SEGMENT_SIZE)
+		seg = tl_os_map_aligned(map_size, alignment, offset);
+	else
+		seg = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
+	if (seg == NULL)
+		return NULL;
+	seg->map_size = map_size;
+	seg->kind = TL_PAGE_HUGE;
+	seg->page_shift = TL_SEGMENT_SHIFT;
+	seg->page_count = 1;
+	seg->used_pages = 1;
+	tl_page *hp = &seg->pages[0];
+	hp->kind = TL_PAGE_HUGE;
+	hp->start = (uint8_t *)seg + offset;
+	hp->capacity = hp->reserved = 1;
+	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
+	for (size_t s = 0; s <= TL_SLICES; s++)
+		seg->slice_page[s] = hp;
+	map_set(seg, true);
+	tl_pool_register_segment(seg);
+	return seg;
+}
+
+void tl_segment_unmap(tl_segment *seg)
+{
+	map_set(seg, false);
+	tl_os_unmap(seg, seg->map_size);
+}
+
+void tl_segment_destroy(tl_segment *seg)
+{
+	tl_pool_unregister_segment(seg);
+	tl_segment_unmap(seg);
+}
