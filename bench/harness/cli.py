@@ -95,11 +95,15 @@ def parse_args(argv):
 
 
 def tlmalloc_version():
+    """MAJOR.MINOR.PATCH from include/tlmalloc.h, with git describe."""
     version = ""
     try:
         with open(os.path.join(REPO, "include", "tlmalloc.h")) as handle:
-            found = re.search(r'TLMALLOC_VERSION\s+"([^"]+)"', handle.read())
-            version = found.group(1) if found else ""
+            text = handle.read()
+        parts = [re.search(r"#define\s+TLMALLOC_VERSION_%s\s+(\d+)" % part,
+                           text) for part in ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            version = ".".join(p.group(1) for p in parts)
     except OSError:
         pass
     described = machine.run_text(["git", "-C", REPO, "describe", "--always",
