@@ -176,3 +176,24 @@ def test_classic_not_measured_without_tcmalloc():
     text = build_report(data)
     assert "| not measured |" in text
     assert "4 of the 4 observations that could be measured" in text
+
+
+def test_plots_skipped_without_matplotlib(tmp_path, monkeypatch):
+    from bench.harness import plots
+    monkeypatch.setattr(plots, "load_matplotlib", lambda: None)
+    result = plots.make_plots(synthetic(), str(tmp_path))
+    assert not result["available"] and "matplotlib" in result["note"]
+    assert result["files"] == {}
+
+
+def test_plots_drawn_from_synthetic_results(tmp_path):
+    import pytest
+    pytest.importorskip("matplotlib")
+    from bench.harness import plots
+    result = plots.make_plots(synthetic(), str(tmp_path))
+    assert result["available"]
+    assert sorted(result["files"]) == ["loop", "prodcons", "scaling"]
+    for files in result["files"].values():
+        assert {f.rsplit(".", 1)[1] for f in files} == {"png", "svg"}
+        for rel in files:
+            assert (tmp_path / rel).stat().st_size > 1000
