@@ -325,6 +325,10 @@ def main(argv=None):
     }
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)
+    if not data["plots"]["available"]:
+        progress.note("no plots: %s" % data["plots"]["note"])
+    if not strace["available"]:
+        progress.note("no strace table: %s" % strace["note"])
     failed = sum(1 for r in runs if not r["ok"])
     progress.note("%d runs, %d failed; report: %s" % (
         len(runs), failed, os.path.join(run_dir, "report.md")))

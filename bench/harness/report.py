@@ -325,6 +325,8 @@ def header_section(data):
     if data.get("slow"):
         lines.append("- %s: a cell whose first run took over %g s ran only "
                      "once" % (ONCE_MARK, data["slow"]))
+    if data.get("interrupted"):
+        lines.append("- **interrupted**: these are partial results")
     if not plots.get("available", True):
         lines.append("- plots: none (%s)" % plots.get("note", ""))
     missing = [a["name"] for a in data["allocators"] if not a["found"]]

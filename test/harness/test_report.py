@@ -125,6 +125,13 @@ def test_missing_and_failed_are_listed():
     assert failed.count("killed by signal SIGSEGV") == 2
     assert "exit status 1" in failed          # the failed strace run
     assert "plots: none (matplotlib is not installed)" in text
+    assert "interrupted" not in text
+
+
+def test_interrupted_run_says_so():
+    data = synthetic()
+    data["interrupted"] = True
+    assert "**interrupted**: these are partial results" in build_report(data)
 
 
 def test_strace_table():
