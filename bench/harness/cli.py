@@ -22,7 +22,7 @@ import time
 from . import allocators as alloc_mod
 from . import machine, plots, report, results, workloads
 from .parse import parse_strace, strace_summary
-from .runner import judge, run_measured
+from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, interleave
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -146,7 +146,11 @@ def plan(chosen_workloads, allocs, args):
 
 
 def run_record(cell, rep, argv, env, timeout):
-    measured = run_measured(argv, env, timeout)
+    try:
+        measured = run_measured(argv, env, timeout)
+    except OSError as err:
+        measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "",
+                            "could not start: %s" % err)
     ok, reason, parsed = judge(measured)
     run = {"workload": cell.workload, "point": cell.point,
            "allocator": cell.allocator, "rep": rep, "ok": ok,
@@ -309,6 +313,7 @@ def main(argv=None):
         strace = run_strace(jobs, chosen, args, run_dir, progress)
     data = {
         "command": recorded_command(argv),
+        "repo": REPO,
         "mode": "full" if args.full else "quick",
         "reps": args.reps,
         "slow": args.slow,

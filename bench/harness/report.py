@@ -292,12 +292,17 @@ def allocator_section(data):
     lines = ["", "## Allocators", "",
              "| allocator | status | library | package | version | note |",
              "|---|---|---|---|---|---|"]
+    repo = data.get("repo", "")
     for alloc in data["allocators"]:
         status = "found" if alloc["found"] else "**missing**"
+        path = alloc.get("path") or "–"
+        if repo and path.startswith(repo + "/"):
+            path = path[len(repo) + 1:]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            alloc["name"], status, alloc.get("path") or "–",
+            alloc["name"], status, path,
             alloc.get("package") or "–", alloc.get("version") or "–",
-            alloc.get("note", "")))
+            alloc.get("note", "").replace(repo + "/", "") if repo
+            else alloc.get("note", "")))
     missing = [a["name"] for a in data["allocators"] if not a["found"]]
     if missing:
         lines += ["", "Missing: %s." % ", ".join(missing)]
