@@ -188,8 +188,12 @@ def run_all(jobs, args, progress):
 
 
 def strace_one(cell, argv, env, out_file, timeout):
-    strace_argv = ["strace", "-c", "-f", "-o", out_file] + list(argv)
-    measured = run_measured(strace_argv, env, timeout)
+    # -E gives the settings (LD_PRELOAD) to the traced program, not strace
+    settings = [arg for item in sorted(env.items())
+                for arg in ("-E", "%s=%s" % item)]
+    strace_argv = ["strace", "-c", "-f", "-o", out_file] + settings + \
+        list(argv)
+    measured = run_measured(strace_argv, {}, timeout)
     ok, reason, _ = judge(measured)
     row = {"workload": cell.workload, "allocator": cell.allocator, "ok": ok,
            "reason": reason, "file": os.path.basename(out_file),
