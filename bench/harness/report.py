@@ -18,11 +18,6 @@ def higher_is_better(measure):
     return measure.endswith("per_sec") or measure.startswith("ops")
 
 
-def is_memory(measure, unit):
-    return measure == "maxrss_kb" or measure.endswith("_kb") or unit == "B" \
-        or measure.endswith("_bytes")
-
-
 def to_display(measure, unit, value):
     """(value, unit) as shown: memory in MiB."""
     if measure == "maxrss_kb" or measure.endswith("_kb") or unit in ("kB",
@@ -54,9 +49,10 @@ def measure_name(measure, unit):
 
 
 def best_values(values, higher):
-    """The best among values (None entries ignored), or None."""
+    """The best among values (None entries ignored), or None when fewer
+    than two values or all equal: then no cell is better than another."""
     present = [v for v in values if v is not None]
-    if len(present) < 2:
+    if len(present) < 2 or min(present) == max(present):
         return None
     return max(present) if higher else min(present)
 

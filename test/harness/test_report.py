@@ -107,6 +107,12 @@ def test_bold_marks_the_best_memory_too():
     assert "**2.00** (0.50x)" in rss_row      # tlmalloc 2048 KiB
 
 
+def test_no_bold_when_all_equal():
+    rows = table_rows(build_report(synthetic()), "(`prodcons`)")
+    rss_row = next(r for r in rows if "peak RSS" in r)
+    assert "**" not in rss_row
+
+
 def test_scaling_table_has_lock_and_data_size():
     rows = table_rows(build_report(synthetic()), "(`scaling`)")
     assert "tlmalloc-lock" in rows[0]
