@@ -93,6 +93,8 @@ void *tl_realloc_impl(void *p, size_t size)
 {
 	if (p == NULL)
 		return tl_malloc_local(size);
+	if (!tl_segment_is_ours(p))
+		tl_fatal("realloc", p, "not allocated by tlmalloc");
 	if (size == 0) {	/* glibc: free and return NULL */
 		tl_free_local(p);
 		return NULL;

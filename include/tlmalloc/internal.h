@@ -17,7 +17,6 @@
 
 #include "tlmalloc/types.h"
 
-#define TL_HIDDEN __attribute__((visibility("hidden")))
 #define TL_NOINLINE __attribute__((noinline))
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
@@ -78,8 +77,7 @@ extern tl_page tl_page_empty;
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
-void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
-		  bool is_thread_heap);
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id);
 /* Not tl_heap_empty nor tl_heap_exiting. */
 bool tl_heap_is_thread_heap(const tl_heap *heap);
 /* Count every page exactly; with release, empty pages (heads too) go back. */
@@ -208,7 +206,7 @@ void *tl_calloc_impl(size_t count, size_t size);
 void tl_process_init(void);
 /* Arrange for tl_heap_destroy(heap) at the calling thread's exit. */
 void tl_thread_register(tl_heap *heap);
-/* Called by a heap's slow path when a second thread appears. */
+/* The pool has pages to purge in a threaded program: start the purger. */
 void tl_purger_wake(void);
 /* Report a fatal misuse and abort. */
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,

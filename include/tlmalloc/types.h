@@ -161,7 +161,6 @@ struct tl_heap {
 	uint32_t empty_count;
 	uint32_t pages_owned;		/* pages in the queues and full list */
 	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
-	uint32_t is_thread_heap;	/* destroyed at its thread's exit */
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 
