@@ -70,9 +70,9 @@ def find_library(names, lib_dirs):
     return ""
 
 
-def tlmalloc_allocators(build_dir):
+def tlmalloc_allocators(build_dir, bench_dir):
     lib = os.path.join(build_dir, "src", "libtlmalloc.so")
-    ts_prog = os.path.join(build_dir, "bench", "scaling_ts")
+    ts_prog = os.path.join(bench_dir, "scaling_ts")
     found = os.path.isfile(lib)
     main = Allocator("tlmalloc", "preload", lib if found else "", found,
                      "" if found else "not built: %s missing" % lib,
@@ -122,15 +122,20 @@ def parse_extra(spec):
     return Allocator(name, "preload", path, True, "given on the command line")
 
 
-def discover(build_dir, lib_dirs=None, extras=()):
-    """Every allocator, found or not, in the report's order."""
+def discover(build_dir, lib_dirs=None, extras=(), bench_dir=None):
+    """Every allocator, found or not, in the report's order.
+
+    build_dir holds src/libtlmalloc.so; bench_dir (default build_dir/bench)
+    the workload programs.
+    """
     if lib_dirs is None:
         lib_dirs = default_lib_dirs()
-    allocs = tlmalloc_allocators(build_dir)
+    bench_dir = bench_dir or os.path.join(build_dir, "bench")
+    allocs = tlmalloc_allocators(build_dir, bench_dir)
     allocs.append(Allocator("glibc", "system", "", True,
                             "the C library's malloc (no preload)"))
     allocs += peer_allocators(lib_dirs)
-    allocs.append(musl_allocator(os.path.join(build_dir, "bench")))
+    allocs.append(musl_allocator(bench_dir))
     allocs += [parse_extra(spec) for spec in extras]
     return allocs
 

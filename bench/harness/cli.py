@@ -29,6 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 QUICK_REPS, FULL_REPS = 3, 5
 QUICK_TIMEOUT, FULL_TIMEOUT = 120, 1200
+QUICK_SLOW = 2.0       # quick mode: cells slower than this run once
 KEEP_OUTPUT = 1500     # characters of a failed run's output kept
 
 
@@ -65,6 +66,10 @@ def parse_args(argv):
                         help="seconds before a run counts as failed "
                              "(quick %d, full %d)" % (QUICK_TIMEOUT,
                                                       FULL_TIMEOUT))
+    parser.add_argument("--slow", type=float, default=-1,
+                        help="a cell whose first run takes longer than this "
+                             "many seconds runs only once (quick %g, full "
+                             "off; 0 = off)" % QUICK_SLOW)
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the strace runs")
     parser.add_argument("--no-plots", action="store_true",
@@ -84,6 +89,8 @@ def parse_args(argv):
     args.timeout = args.timeout or (FULL_TIMEOUT if args.full
                                     else QUICK_TIMEOUT)
     args.bench_dir = args.bench_dir or os.path.join(args.build, "bench")
+    if args.slow < 0:
+        args.slow = 0 if args.full else QUICK_SLOW
     return args
 
 
@@ -101,7 +108,8 @@ def tlmalloc_version():
 
 
 def find_allocators(args):
-    allocs = alloc_mod.discover(args.build, args.lib_dir or None, args.extra)
+    allocs = alloc_mod.discover(args.build, args.lib_dir or None, args.extra,
+                                args.bench_dir)
     for alloc in allocs:
         alloc_mod.probe_preload(alloc)
     machine.add_versions(allocs, tlmalloc_version())
@@ -150,16 +158,21 @@ def run_record(cell, rep, argv, env, timeout):
 
 
 def run_all(jobs, args, progress):
-    """Every job args.reps times; returns (runs, interrupted)."""
+    """Every job args.reps times (a slow cell once); returns (runs,
+    interrupted)."""
     order = interleave(list(jobs), args.reps)
-    runs = []
+    runs, once = [], set()
     try:
         for index, (rep, cell) in enumerate(order):
+            if cell in once:
+                continue
             argv, env = jobs[cell]
             progress.start(rep, args.reps, cell)
             run = run_record(cell, rep, argv, env, args.timeout)
             runs.append(run)
-            left = [c for _, c in order[index + 1:]]
+            if args.slow and rep == 0 and run["wall"] > args.slow:
+                once.add(cell)
+            left = [c for _, c in order[index + 1:] if c not in once]
             progress.finish(cell, run["wall"], run["ok"], run["reason"], left)
     except KeyboardInterrupt:
         progress.note("interrupted: writing what was measured so far")
@@ -172,7 +185,8 @@ def strace_one(cell, argv, env, out_file, timeout):
     measured = run_measured(strace_argv, env, timeout)
     ok, reason, _ = judge(measured)
     row = {"workload": cell.workload, "allocator": cell.allocator, "ok": ok,
-           "reason": reason, "file": os.path.basename(out_file)}
+           "reason": reason, "file": os.path.basename(out_file),
+           "wall": round(measured.wall, 3)}
     try:
         with open(out_file) as handle:
             row.update(strace_summary(parse_strace(handle.read())))
@@ -200,7 +214,7 @@ def run_strace(jobs, chosen_workloads, args, run_dir, progress):
         out_file = os.path.join(folder, "%s-%s.txt" % (cell.workload,
                                                         cell.allocator))
         argv, env = jobs[cell]
-        rows.append(strace_one(cell, argv, env, out_file, args.timeout * 4))
+        rows.append(strace_one(cell, argv, env, out_file, args.timeout))
     return {"available": True, "note": "", "rows": rows}
 
 
@@ -293,6 +307,7 @@ def main(argv=None):
         "command": recorded_command(argv),
         "mode": "full" if args.full else "quick",
         "reps": args.reps,
+        "slow": args.slow,
         "started": datetime.datetime.fromtimestamp(started).isoformat(
             timespec="seconds"),
         "duration_s": round(time.time() - started),

@@ -36,8 +36,21 @@ def colour_of(alloc, order):
     return palette[index % len(palette)]
 
 
+WIDE = 20.0     # values further apart than this get a log scale
+
+
+def maybe_log(ax, values, axis="y"):
+    """A log scale when the values span more than WIDE times."""
+    positive = [v for v in values if v and v > 0]
+    if positive and max(positive) / min(positive) > WIDE:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+        return True
+    return False
+
+
 def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
     width = 0.8 / max(1, len(allocs))
+    shown = []
     for i, alloc in enumerate(allocs):
         xs, heights, lows, highs = [], [], [], []
         for j, point in enumerate(workload["points"]):
@@ -59,6 +72,9 @@ def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
         errors = [lows, highs] if measure == "wall" and xs else None
         ax.bar(xs, heights, width, yerr=errors, capsize=2, label=alloc,
                color=colour_of(alloc, order))
+        shown += heights
+    if maybe_log(ax, shown):
+        ylabel = ylabel[:-1] + ", log)"
     ax.set_xlim(-0.5, len(workload["points"]) - 0.5)
     ax.set_xticks(range(len(workload["points"])))
     ax.set_xticklabels(workload["points"], fontsize=8)
@@ -72,7 +88,7 @@ def bar_chart(plt, cells, workload, order):
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     bar_panel(left, cells, workload, allocs, order, "wall", 1.0,
-              "wall time (s, median; whiskers: fastest..slowest run)")
+              "wall time (s, median)")
     bar_panel(right, cells, workload, allocs, order, "maxrss_kb", 1 / 1024,
               "peak RSS (MiB, median)")
     left.legend(fontsize=7, ncol=2)
@@ -100,6 +116,7 @@ def scaling_chart(plt, cells, workload, order):
     if not allocs:
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    times, sizes = [], []
     for alloc in allocs:
         style = "--" if alloc == "tlmalloc-lock" else "-"
         xs, ys = series(cells, workload, alloc, "wall")
@@ -107,11 +124,15 @@ def scaling_chart(plt, cells, workload, order):
                  "tlmalloc": "tlmalloc (ts nolock)"}.get(alloc, alloc)
         colour = colour_of(alloc, order)
         left.plot(xs, ys, style, marker="o", label=label, color=colour)
+        times += ys
         xs, ys = series(cells, workload, alloc, "data_bytes")
+        sizes += ys
         right.plot(xs, [y / 2**20 for y in ys], style, marker="o",
                    label=label, color=colour)
-    for ax, ylabel in ((left, "wall time (s, median)"),
-                       (right, "data size (MiB, median)")):
+    for ax, ylabel, values in ((left, "wall time (s, median)", times),
+                               (right, "data size (MiB, median)", sizes)):
+        if maybe_log(ax, values):
+            ylabel = ylabel[:-1] + ", log)"
         ax.set_xlabel("threads")
         ax.set_ylabel(ylabel)
         ax.set_xscale("log", base=2)

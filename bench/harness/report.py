@@ -61,7 +61,10 @@ def best_values(values, higher):
     return max(present) if higher else min(present)
 
 
-def cell_text(cell, measure, baseline, best):
+ONCE_MARK = "†"
+
+
+def cell_text(cell, measure, baseline, best, reps=0):
     if cell is None:
         return "–"
     if cell.failed:
@@ -73,6 +76,8 @@ def cell_text(cell, measure, baseline, best):
     text = fmt_num(shown)
     if best is not None and value == best:
         text = "**%s**" % text
+    if cell.runs < reps:
+        text += ONCE_MARK
     if baseline and cell.allocator != BASELINE:
         text += " (%.2fx)" % (value / baseline)
     return text
@@ -90,14 +95,14 @@ def row_cells(cells, workload, point, allocs):
     return [cells.get((workload, point, a)) for a in allocs]
 
 
-def table_row(point, measure, row, allocs):
+def table_row(point, measure, row, allocs, reps=0):
     unit = next((c.units.get(measure, "") for c in row if c), "")
     values = [None if c is None or c.failed else c.value(measure) for c in row]
     best = best_values(values, higher_is_better(measure))
     base = None
     if BASELINE in allocs:
         base = values[allocs.index(BASELINE)] or None
-    texts = [cell_text(c, measure, base, best) for c in row]
+    texts = [cell_text(c, measure, base, best, reps) for c in row]
     return "| %s | %s | %s |" % (point, measure_name(measure, unit),
                                  " | ".join(texts))
 
@@ -108,7 +113,7 @@ def workload_allocs(cells, workload, allocators):
     return [a for a in order if a in present]
 
 
-def workload_table(workload, cells, allocators):
+def workload_table(workload, cells, allocators, reps=0):
     name = workload["name"]
     allocs = workload_allocs(cells, name, allocators)
     if not allocs:
@@ -120,7 +125,7 @@ def workload_table(workload, cells, allocators):
         for measure in measures_of(workload, own):
             row = row_cells(cells, name, point, allocs)
             if any(c is not None for c in row):
-                lines.append(table_row(point, measure, row, allocs))
+                lines.append(table_row(point, measure, row, allocs, reps))
     return lines
 
 
@@ -145,6 +150,9 @@ def plot_lines(data, name):
     pngs = [f for f in files if f.endswith(".png")]
     svgs = [f for f in files if f.endswith(".svg")]
     lines = []
+    if pngs:
+        lines += ["", "Bars: medians; whiskers: fastest and slowest run."
+                  if name != "scaling" else "Lines: medians."]
     for png in pngs:
         lines.append("")
         lines.append("![%s](%s)" % (name, png))
@@ -158,7 +166,8 @@ def plot_lines(data, name):
 def workload_section(workload, cells, data):
     lines = ["", "### %s (`%s`)" % (workload["title"], workload["name"]), "",
              workload.get("summary", ""), ""]
-    lines += workload_table(workload, cells, data["allocators"])
+    lines += workload_table(workload, cells, data["allocators"],
+                            data.get("reps", 0))
     if workload["name"] == "scaling":
         lines += ["", "tlmalloc and tlmalloc-lock run `scaling_ts --api "
                   "nolock` / `--api lock` (ts_malloc_nolock / ts_malloc_lock); "
@@ -313,6 +322,9 @@ def header_section(data):
              "- cells show the median; (0.50x) is the ratio to glibc; the "
              "best of each row is **bold**; FAILED = a run crashed, timed "
              "out or failed its own check"]
+    if data.get("slow"):
+        lines.append("- %s: a cell whose first run took over %g s ran only "
+                     "once" % (ONCE_MARK, data["slow"]))
     if not plots.get("available", True):
         lines.append("- plots: none (%s)" % plots.get("note", ""))
     missing = [a["name"] for a in data["allocators"] if not a["found"]]

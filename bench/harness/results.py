@@ -65,7 +65,7 @@ def write_runs_csv(path, runs):
 
 
 def write_strace_csv(path, rows):
-    columns = ("workload", "allocator", "ok", "reason", "futex_calls",
+    columns = ("workload", "allocator", "ok", "reason", "wall", "futex_calls",
                "futex_errors", "mmap", "munmap", "madvise", "brk", "mremap",
                "total_calls")
     with open(path, "w", newline="") as handle:

@@ -166,3 +166,17 @@ def test_unknown_workload_is_an_error(tmp_path, capsys):
     make_tree(tmp_path)
     assert run_harness(tmp_path, "--only", "nosuch") == 2
     assert "unknown workload" in capsys.readouterr().err
+
+
+def test_slow_cells_run_once(tmp_path):
+    make_tree(tmp_path)
+    assert run_harness(tmp_path, "--alloc", "glibc", "--slow", "0.001",
+                       "--no-strace", "--no-plots", "--reps", "3") == 0
+    run_dir = os.path.realpath(str(tmp_path / "results" / "latest"))
+    data = json.load(open(os.path.join(run_dir, "runs.json")))
+    cells = {(r["workload"], r["point"]) for r in data["runs"]}
+    assert len(data["runs"]) == len(cells) == 6
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "ran only once" in text
+    assert "| 32 threads | time (s) | **" not in text   # one allocator
+    assert "†" in text.split("(`loop`)", 1)[1]
