@@ -131,10 +131,32 @@ static inline tl_segment *tl_segment_of(const void *p)
 	return (tl_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)TL_SEGMENT_MASK);
 }
 
+_Static_assert(sizeof(tl_page) == (1u << TL_PAGE_DESC_SHIFT),
+	       "slice descriptors are indexed by a shift");
+
+/*
+ * The descriptor of p's 64 KiB slice: (p >> 16) % 64 scaled by the size of
+ * a descriptor, in one shift and one mask.  A huge block at an offset of
+ * TL_SEGMENT_SIZE lands on slice 0, its leader.
+ */
+static inline tl_page *tl_slice_of(const tl_segment *seg, const void *p)
+{
+	uintptr_t off = ((uintptr_t)p >> (TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT)) &
+			((uintptr_t)(TL_SLICES - 1) << TL_PAGE_DESC_SHIFT);
+	return (tl_page *)((uintptr_t)seg->slices + off);
+}
+
+/* The page holding p: its slice's leader. */
 static inline tl_page *tl_page_of(const tl_segment *seg, const void *p)
 {
-	return seg->slice_page[((uintptr_t)p - (uintptr_t)seg) >>
-			       TL_SLICE_SHIFT];
+	tl_page *slice = tl_slice_of(seg, p);
+	return slice - slice->slice_offset;
+}
+
+/* Page i of a segment (its leader slice); const in, mutable out, as strchr. */
+static inline tl_page *tl_segment_page(const tl_segment *seg, uint32_t i)
+{
+	return (tl_page *)&seg->slices[i << (seg->page_shift - TL_SLICE_SHIFT)];
 }
 
 tl_segment *tl_segment_create(enum tl_page_kind kind);
@@ -194,9 +216,11 @@ bool tl_large_is_fresh(const void *p);
 void *tl_malloc_generic(tl_heap *heap, size_t size) TL_NOINLINE;
 /* The same for the calling thread's heap. */
 void *tl_malloc_slow(size_t size) TL_NOINLINE;
-void tl_free_generic(tl_heap *heap, tl_page *page, void *p) TL_NOINLINE;
-/* The same for the calling thread's heap. */
-void tl_free_slow(tl_page *page, void *p) TL_NOINLINE;
+/* slice: the descriptor of p's slice (tl_slice_of), leader or follower. */
+void tl_free_generic(tl_heap *heap, tl_page *slice, void *p) TL_NOINLINE;
+/* The same for the calling thread's heap; also takes NULL and pointers
+ * outside user space (finds p's slice again: the fast path passes p only). */
+void tl_free_slow(void *p) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
 size_t tl_block_usable(const void *p);
 void *tl_realloc_impl(void *p, size_t size);
@@ -252,13 +276,26 @@ static inline uintptr_t tl_thread_id(void)
 	return (uintptr_t)__builtin_thread_pointer();
 }
 
-/* The calling thread's malloc: its direct table sits in TLS. */
+/*
+ * The calling thread's malloc: its direct table sits in TLS.  When the
+ * page's free list is dry, its own frees usually wait in local_free: take
+ * them here, so a hot page cycles without leaving the inline path.
+ */
 static inline void *tl_malloc_local(size_t size)
 {
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_block *block = tl_page_pop(tl_direct_local[(size + 15) >> 4]);
-		if (tl_likely(block != NULL))
+		tl_page *page = tl_direct_local[(size + 15) >> 4];
+		tl_block *block = page->free;
+		if (tl_likely(block != NULL)) {
+			page->free = block->next;
 			return block;
+		}
+		block = page->local_free;
+		if (tl_likely(block != NULL)) {
+			page->local_free = NULL;
+			page->free = block->next;
+			return block;
+		}
 	}
 	return tl_malloc_slow(size);
 }
@@ -274,7 +311,7 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 {
 	if (tl_unlikely(p == NULL))
 		return;
-	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	tl_page *page = tl_slice_of(tl_segment_of(p), p);
 	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
 		tl_page_push_local(page, p);
 		return;
@@ -282,17 +319,24 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 	tl_free_generic(heap, page, p);
 }
 
-/* The calling thread's free: compares with the thread pointer. */
+/*
+ * The calling thread's free: compares with the thread pointer.  NULL needs
+ * no test of its own: (NULL - 1) rounded down to a segment is negative, as
+ * is every address outside user space, and the sign falls out of the mask.
+ */
 static inline void tl_free_local(void *p)
 {
-	if (tl_unlikely(p == NULL))
+	tl_segment *seg = tl_segment_of(p);
+	if (tl_unlikely((intptr_t)seg < 0)) {
+		tl_free_slow(p);
 		return;
-	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	}
+	tl_page *page = tl_slice_of(seg, p);
 	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
 		tl_page_push_local(page, p);
 		return;
 	}
-	tl_free_slow(page, p);
+	tl_free_slow(p);
 }
 
 #endif /* TLMALLOC_INTERNAL_H */
