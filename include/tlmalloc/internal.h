@@ -323,7 +323,46 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
  * The calling thread's free: compares with the thread pointer.  NULL needs
  * no test of its own: (NULL - 1) rounded down to a segment is negative, as
  * is every address outside user space, and the sign falls out of the mask.
+ *
+ * On x86-64 the same steps are written out (tl_free_local_x86), because
+ * compilers put the slice's address in a register of its own, one
+ * instruction more than addressing segment + index each time: 13
+ * instructions in all.  The C version below is the definition; the
+ * ThreadSanitizer build and other machines use it, and the test suite runs
+ * both.
  */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+static inline void tl_free_local(void *p)
+{
+	__asm__ goto(
+		"lea -1(%0), %%rax\n\t"
+		"and %[segmask], %%rax\n\t"		/* segment, sign: NULL */
+		"js %l[slow]\n\t"
+		"mov %0, %%rdx\n\t"
+		"shr %[shift], %%rdx\n\t"
+		"and %[index], %%edx\n\t"		/* slice * 128 */
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
+		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
+		"jne %l[slow]\n\t"
+		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
+		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */
+		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
+		:
+		: "r"(p),
+		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
+		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
+		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
+		  [owner] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, owner)),
+		  [local] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, local_free))
+		: "rax", "rcx", "rdx", "memory", "cc"
+		: slow);
+	return;
+slow:
+	tl_free_slow(p);
+}
+#else
 static inline void tl_free_local(void *p)
 {
 	tl_segment *seg = tl_segment_of(p);
@@ -338,5 +377,6 @@ static inline void tl_free_local(void *p)
 	}
 	tl_free_slow(p);
 }
+#endif
 
 #endif /* TLMALLOC_INTERNAL_H */
