@@ -107,10 +107,9 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
  * free to the generic path.  128 bytes, so the index scales by a shift.
  */
 typedef struct tl_page {
+	/* First cache line: the owner's. */
 	tl_block *free;		/* owner: blocks to allocate from */
 	tl_block *local_free;	/* owner: blocks the owner freed */
-	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
-	tl_atomic_uptr owner;	/* heap | flags, or a marker; see above */
 	uint32_t avail;		/* owner: length of free when last counted */
 	uint32_t capacity;	/* owner: blocks carved so far */
 	uint32_t reserved;	/* blocks that fit in the page */
@@ -120,10 +119,17 @@ typedef struct tl_page {
 	uint8_t dirty;		/* pool: holds data not yet purged */
 	uint8_t in_pool;	/* pool: in the pool's free list */
 	uint8_t slice_offset;	/* follower: slices after its leader */
-	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 	struct tl_page *next;	/* links of whichever list holds the page */
 	struct tl_page *prev;
 	uint8_t *start;		/* first block */
+	/*
+	 * Second cache line: what other threads touch.  A thread freeing into
+	 * another's page reads owner and CASes thread_free here, and does not
+	 * take the line the owner's malloc and free write.
+	 */
+	tl_atomic_uptr owner __attribute__((aligned(64)));
+	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
+	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 } __attribute__((aligned(128))) tl_page;
 
 #define TL_PAGE_DESC_SHIFT 7	/* log2(sizeof(tl_page)) */
