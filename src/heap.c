@@ -29,7 +29,7 @@ tl_page tl_page_empty;
 #define E65 E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5
 _Static_assert(TL_DIRECT_SLOTS == 65, "initialiser below has 65 slots");
 __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
-	__attribute__((tls_model("initial-exec"))) = { E65 };
+	TL_TLS = { E65 };
 
 /*
  * id 0: no page is ever owned by these.  tl_heap_empty: a thread that has
@@ -40,7 +40,7 @@ __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
 tl_heap tl_heap_empty;
 tl_heap tl_heap_exiting;
 
-__thread tl_heap *tl_heap_local __attribute__((tls_model("initial-exec"))) =
+__thread tl_heap *tl_heap_local TL_TLS =
 	&tl_heap_empty;
 
 /* Point the direct slots of class cls at the head of its queue. */

@@ -29,6 +29,17 @@ void tl_assert_fail(const char *expr, const char *file, int line);
 #define tl_assert(x) ((void)0)
 #endif
 
+/*
+ * The TLS model of the heap pointer and the direct table: initial-exec (one
+ * load from the GOT, then %fs-relative) for a library loaded at start-up,
+ * as with LD_PRELOAD or linking.  A build meant for dlopen defines
+ * TL_TLS_MODEL "global-dynamic".
+ */
+#ifndef TL_TLS_MODEL
+#define TL_TLS_MODEL "initial-exec"
+#endif
+#define TL_TLS __attribute__((tls_model(TL_TLS_MODEL)))
+
 /* ---- page lists (a page is in at most one; see types.h) ---- */
 static inline void tl_list_push_front(tl_page_list *l, tl_page *p)
 {
@@ -67,9 +78,9 @@ static inline void tl_list_remove(tl_page_list *l, tl_page *p)
 
 /* ---- thread-local heap (heap.c) ---- */
 extern __thread tl_heap *tl_heap_local
-	__attribute__((tls_model("initial-exec")));
+	TL_TLS;
 extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
-	__attribute__((tls_model("initial-exec")));
+	TL_TLS;
 extern tl_heap tl_heap_empty;
 extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
