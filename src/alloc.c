@@ -32,24 +32,9 @@ oom:
 	return NULL;
 }
 
-/*
- * The caller's fast path found its page's free list empty.  Most often the
- * page's own frees wait in local_free: take them here, before the generic
- * path, so a malloc/free cycle on a hot page stays a few instructions.
- */
 void *tl_malloc_slow(size_t size)
 {
-	tl_heap *heap = tl_heap_local;
-	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_page *page = tl_direct_local[(size + 15) >> 4];
-		tl_block *block = page->local_free;
-		if (tl_likely(block != NULL)) {
-			page->local_free = NULL;
-			page->free = block->next;
-			return block;
-		}
-	}
-	return tl_malloc_generic(heap, size);
+	return tl_malloc_generic(tl_heap_local, size);
 }
 
 void *tl_alloc_aligned(size_t alignment, size_t size)
@@ -93,6 +78,8 @@ void *tl_realloc_impl(void *p, size_t size)
 {
 	if (p == NULL)
 		return tl_malloc_local(size);
+	if (!tl_segment_is_ours(p))
+		tl_fatal("realloc", p, "not allocated by tlmalloc");
 	if (size == 0) {	/* glibc: free and return NULL */
 		tl_free_local(p);
 		return NULL;

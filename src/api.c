@@ -125,7 +125,11 @@ void *tl_pvalloc(size_t size)
 
 size_t tl_usable_size(const void *ptr)
 {
-	return ptr == NULL ? 0 : tl_block_usable(ptr);
+	if (ptr == NULL)
+		return 0;
+	if (!tl_segment_is_ours(ptr))
+		tl_fatal("malloc_usable_size", ptr, "not allocated by tlmalloc");
+	return tl_block_usable(ptr);
 }
 
 int tl_trim(void)

@@ -2,6 +2,8 @@
  * free.c - the generic path of free: a block whose page the caller's heap
  * does not own as a plain, non-full page.
  *
+ *   follower slice     the block is in a page of several slices: look at
+ *                      its leader (a local free ends here)
  *   huge page          the block is a whole segment: unmap it
  *   own page, full     free locally, bring the page back to its queue
  *   other owner        push on the page's thread_free with one CAS; the
@@ -22,6 +24,14 @@ static void free_remote(tl_page *page, tl_block *block)
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 {
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	if (owner == TL_OWNER_FOLLOWER) {
+		page -= page->slice_offset;
+		owner = tl_uptr_load_relaxed(&page->owner);
+		if (owner == heap->id) {
+			tl_page_push_local(page, p);
+			return;
+		}
+	}
 	if (owner == TL_OWNER_HUGE) {
 		tl_large_free(tl_segment_of(p));
 		return;
@@ -36,7 +46,11 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	free_remote(page, p);
 }
 
-void tl_free_slow(tl_page *page, void *p)
+void tl_free_slow(void *p)
 {
-	tl_free_generic(tl_heap_local, page, p);
+	if (p == NULL)
+		return;
+	if (!tl_segment_is_ours(p))
+		tl_fatal("free", p, "not allocated by tlmalloc");
+	tl_free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
 }

@@ -29,7 +29,7 @@ tl_page tl_page_empty;
 #define E65 E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5
 _Static_assert(TL_DIRECT_SLOTS == 65, "initialiser below has 65 slots");
 __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
-	__attribute__((tls_model("initial-exec"))) = { E65 };
+	TL_TLS = { E65 };
 
 /*
  * id 0: no page is ever owned by these.  tl_heap_empty: a thread that has
@@ -40,7 +40,7 @@ __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
 tl_heap tl_heap_empty;
 tl_heap tl_heap_exiting;
 
-__thread tl_heap *tl_heap_local __attribute__((tls_model("initial-exec"))) =
+__thread tl_heap *tl_heap_local TL_TLS =
 	&tl_heap_empty;
 
 /* Point the direct slots of class cls at the head of its queue. */
@@ -57,14 +57,9 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 		heap->direct[i] = page;
 }
 
-void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
-		  bool is_thread_heap)
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
 {
-	*heap = (tl_heap){
-		.direct = direct,
-		.id = id,
-		.is_thread_heap = is_thread_heap,
-	};
+	*heap = (tl_heap){ .direct = direct, .id = id };
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		heap->direct[i] = &tl_page_empty;
 }
@@ -291,7 +286,7 @@ tl_heap *tl_heap_get_or_create(void)
 	heap = tl_pool_heap_alloc();
 	if (heap == NULL)
 		return NULL;
-	tl_heap_init(heap, tl_direct_local, tl_thread_id(), true);
+	tl_heap_init(heap, tl_direct_local, tl_thread_id());
 	tl_heap_local = heap;
 	tl_thread_register(heap);
 	return heap;

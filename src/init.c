@@ -122,6 +122,14 @@ void tl_purger_wake(void)
 	errno = saved;
 }
 
+#if defined(TL_DEBUG) && TL_DEBUG > 0
+void tl_assert_fail(const char *expr, const char *file, int line)
+{
+	(void)line;
+	tl_fatal(file, NULL, expr);
+}
+#endif
+
 static size_t format_hex(char *out, uintptr_t v)
 {
 	char tmp[2 * sizeof(v)];

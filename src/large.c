@@ -16,8 +16,8 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		errno = ENOMEM;
 		return NULL;
 	}
-	seg->pages[0].dirty = 0;
-	return seg->pages[0].start;
+	seg->slices[0].dirty = 0;
+	return seg->slices[0].start;
 }
 
 void tl_large_free(tl_segment *seg)

@@ -58,7 +58,7 @@ void tl_pool_register_segment(tl_segment *seg)
 	pool.mapped += seg->map_size;
 	if (seg->kind != TL_PAGE_HUGE) {
 		for (uint32_t i = 0; i < seg->page_count; i++) {
-			tl_page *page = &seg->pages[i];
+			tl_page *page = tl_segment_page(seg, i);
 			size_t size = page_area_size(page);
 			if (size == 0)
 				continue;
@@ -213,7 +213,7 @@ static bool segment_due_locked(const tl_segment *seg, uint64_t now, bool force)
 	if (force)
 		return true;
 	for (uint32_t i = 0; i < seg->page_count; i++) {
-		const tl_page *page = &seg->pages[i];
+		const tl_page *page = tl_segment_page(seg, i);
 		if (page->in_pool && page->dirty && page->purge_at_ms > now)
 			return false;
 	}
@@ -223,7 +223,7 @@ static bool segment_due_locked(const tl_segment *seg, uint64_t now, bool force)
 static void drop_segment_locked(tl_segment *seg)
 {
 	for (uint32_t i = 0; i < seg->page_count; i++) {
-		tl_page *page = &seg->pages[i];
+		tl_page *page = tl_segment_page(seg, i);
 		if (!page->in_pool)
 			continue;
 		tl_list_remove(&pool.free_pages[seg->kind], page);
@@ -324,7 +324,7 @@ static void stats_walk_locked(struct tl_pool_stats *out)
 		}
 		out->held += header;
 		for (uint32_t i = 0; i < seg->page_count; i++) {
-			const tl_page *page = &seg->pages[i];
+			const tl_page *page = tl_segment_page(seg, i);
 			if (page->in_pool) {
 				if (page->dirty)
 					out->held += page_area_size(page);

@@ -5,8 +5,9 @@
  * A small segment is cut into 64 KiB pages, a medium one into 1 MiB pages;
  * the first TL_SEGMENT_HEADER bytes hold the header, so page 0 starts after
  * it (a small segment's page 0 is empty and never used).  A huge segment
- * holds one block, at the offset its alignment asks for.  slice_page maps
- * every 64 KiB slice to its page, which makes pointer -> page O(1).
+ * holds one block, at the offset its alignment asks for.  Each page is
+ * described by the descriptor of its first 64 KiB slice; the descriptors of
+ * its other slices point back to it (followers).
  *
  * A bitmap with one bit per TL_SEGMENT_SIZE of address space says which
  * segment starts are live: tl_segment_is_ours() answers whether a pointer is
@@ -53,13 +54,26 @@ bool tl_segment_is_ours(const void *p)
 
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page, size_t *size)
 {
-	size_t index = (size_t)(page - seg->pages);
-	size_t begin = index << seg->page_shift;
+	size_t slice = (size_t)(page - seg->slices);
+	size_t begin = slice << TL_SLICE_SHIFT;
 	size_t end = begin + ((size_t)1 << seg->page_shift);
 	if (begin < TL_SEGMENT_HEADER)
 		begin = TL_SEGMENT_HEADER;
 	*size = end > begin ? end - begin : 0;
 	return (uint8_t *)seg + begin;
+}
+
+/* Every slice that is not a page's first points back to that one. */
+static void set_followers(tl_segment *seg)
+{
+	size_t per_page = (size_t)1 << (seg->page_shift - TL_SLICE_SHIFT);
+	for (size_t s = 0; s < TL_SLICES; s++) {
+		size_t offset = s % per_page;
+		if (offset == 0)
+			continue;
+		seg->slices[s].slice_offset = (uint8_t)offset;
+		tl_uptr_store_relaxed(&seg->slices[s].owner, TL_OWNER_FOLLOWER);
+	}
 }
 
 tl_segment *tl_segment_create(enum tl_page_kind kind)
@@ -73,15 +87,12 @@ tl_segment *tl_segment_create(enum tl_page_kind kind)
 						: TL_MEDIUM_PAGE_SHIFT;
 	seg->page_count = (uint32_t)(TL_SEGMENT_SIZE >> seg->page_shift);
 	for (uint32_t i = 0; i < seg->page_count; i++) {
-		tl_page *page = &seg->pages[i];
+		tl_page *page = tl_segment_page(seg, i);
 		size_t size;
 		page->kind = (uint8_t)kind;
 		page->start = tl_page_area(seg, page, &size);
 	}
-	for (size_t s = 0; s < TL_SLICES; s++)
-		seg->slice_page[s] = &seg->pages[s >> (seg->page_shift -
-						       TL_SLICE_SHIFT)];
-	seg->slice_page[TL_SLICES] = &seg->pages[seg->page_count - 1];
+	set_followers(seg);
 	map_set(seg, true);
 	tl_pool_register_segment(seg);
 	return seg;
@@ -116,13 +127,12 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 	seg->page_shift = TL_SEGMENT_SHIFT;
 	seg->page_count = 1;
 	seg->used_pages = 1;
-	tl_page *hp = &seg->pages[0];
+	tl_page *hp = &seg->slices[0];
 	hp->kind = TL_PAGE_HUGE;
 	hp->start = (uint8_t *)seg + offset;
 	hp->capacity = hp->reserved = 1;
 	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
-	for (size_t s = 0; s <= TL_SLICES; s++)
-		seg->slice_page[s] = hp;
+	set_followers(seg);
 	map_set(seg, true);
 	tl_pool_register_segment(seg);
 	return seg;

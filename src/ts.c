@@ -24,7 +24,7 @@ static tl_heap *ts_heap_locked(void)
 {
 	if (tl_unlikely(!ts_ready)) {
 		tl_process_init();
-		tl_heap_init(&ts_heap, ts_direct, (uintptr_t)&ts_heap, false);
+		tl_heap_init(&ts_heap, ts_direct, (uintptr_t)&ts_heap);
 		ts_ready = true;
 	}
 	return &ts_heap;

@@ -17,7 +17,6 @@
 
 #include "tlmalloc/types.h"
 
-#define TL_HIDDEN __attribute__((visibility("hidden")))
 #define TL_NOINLINE __attribute__((noinline))
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
@@ -29,6 +28,17 @@ void tl_assert_fail(const char *expr, const char *file, int line);
 #else
 #define tl_assert(x) ((void)0)
 #endif
+
+/*
+ * The TLS model of the heap pointer and the direct table: initial-exec (one
+ * load from the GOT, then %fs-relative) for a library loaded at start-up,
+ * as with LD_PRELOAD or linking.  A build meant for dlopen defines
+ * TL_TLS_MODEL "global-dynamic".
+ */
+#ifndef TL_TLS_MODEL
+#define TL_TLS_MODEL "initial-exec"
+#endif
+#define TL_TLS __attribute__((tls_model(TL_TLS_MODEL)))
 
 /* ---- page lists (a page is in at most one; see types.h) ---- */
 static inline void tl_list_push_front(tl_page_list *l, tl_page *p)
@@ -68,9 +78,9 @@ static inline void tl_list_remove(tl_page_list *l, tl_page *p)
 
 /* ---- thread-local heap (heap.c) ---- */
 extern __thread tl_heap *tl_heap_local
-	__attribute__((tls_model("initial-exec")));
+	TL_TLS;
 extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
-	__attribute__((tls_model("initial-exec")));
+	TL_TLS;
 extern tl_heap tl_heap_empty;
 extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
@@ -78,8 +88,7 @@ extern tl_page tl_page_empty;
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
-void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id,
-		  bool is_thread_heap);
+void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id);
 /* Not tl_heap_empty nor tl_heap_exiting. */
 bool tl_heap_is_thread_heap(const tl_heap *heap);
 /* Count every page exactly; with release, empty pages (heads too) go back. */
@@ -133,10 +142,32 @@ static inline tl_segment *tl_segment_of(const void *p)
 	return (tl_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)TL_SEGMENT_MASK);
 }
 
+_Static_assert(sizeof(tl_page) == (1u << TL_PAGE_DESC_SHIFT),
+	       "slice descriptors are indexed by a shift");
+
+/*
+ * The descriptor of p's 64 KiB slice: (p >> 16) % 64 scaled by the size of
+ * a descriptor, in one shift and one mask.  A huge block at an offset of
+ * TL_SEGMENT_SIZE lands on slice 0, its leader.
+ */
+static inline tl_page *tl_slice_of(const tl_segment *seg, const void *p)
+{
+	uintptr_t off = ((uintptr_t)p >> (TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT)) &
+			((uintptr_t)(TL_SLICES - 1) << TL_PAGE_DESC_SHIFT);
+	return (tl_page *)((uintptr_t)seg->slices + off);
+}
+
+/* The page holding p: its slice's leader. */
 static inline tl_page *tl_page_of(const tl_segment *seg, const void *p)
 {
-	return seg->slice_page[((uintptr_t)p - (uintptr_t)seg) >>
-			       TL_SLICE_SHIFT];
+	tl_page *slice = tl_slice_of(seg, p);
+	return slice - slice->slice_offset;
+}
+
+/* Page i of a segment (its leader slice); const in, mutable out, as strchr. */
+static inline tl_page *tl_segment_page(const tl_segment *seg, uint32_t i)
+{
+	return (tl_page *)&seg->slices[i << (seg->page_shift - TL_SLICE_SHIFT)];
 }
 
 tl_segment *tl_segment_create(enum tl_page_kind kind);
@@ -196,9 +227,11 @@ bool tl_large_is_fresh(const void *p);
 void *tl_malloc_generic(tl_heap *heap, size_t size) TL_NOINLINE;
 /* The same for the calling thread's heap. */
 void *tl_malloc_slow(size_t size) TL_NOINLINE;
-void tl_free_generic(tl_heap *heap, tl_page *page, void *p) TL_NOINLINE;
-/* The same for the calling thread's heap. */
-void tl_free_slow(tl_page *page, void *p) TL_NOINLINE;
+/* slice: the descriptor of p's slice (tl_slice_of), leader or follower. */
+void tl_free_generic(tl_heap *heap, tl_page *slice, void *p) TL_NOINLINE;
+/* The same for the calling thread's heap; also takes NULL and pointers
+ * outside user space (finds p's slice again: the fast path passes p only). */
+void tl_free_slow(void *p) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
 size_t tl_block_usable(const void *p);
 void *tl_realloc_impl(void *p, size_t size);
@@ -208,7 +241,7 @@ void *tl_calloc_impl(size_t count, size_t size);
 void tl_process_init(void);
 /* Arrange for tl_heap_destroy(heap) at the calling thread's exit. */
 void tl_thread_register(tl_heap *heap);
-/* Called by a heap's slow path when a second thread appears. */
+/* The pool has pages to purge in a threaded program: start the purger. */
 void tl_purger_wake(void);
 /* Report a fatal misuse and abort. */
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
@@ -254,13 +287,26 @@ static inline uintptr_t tl_thread_id(void)
 	return (uintptr_t)__builtin_thread_pointer();
 }
 
-/* The calling thread's malloc: its direct table sits in TLS. */
+/*
+ * The calling thread's malloc: its direct table sits in TLS.  When the
+ * page's free list is dry, its own frees usually wait in local_free: take
+ * them here, so a hot page cycles without leaving the inline path.
+ */
 static inline void *tl_malloc_local(size_t size)
 {
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_block *block = tl_page_pop(tl_direct_local[(size + 15) >> 4]);
-		if (tl_likely(block != NULL))
+		tl_page *page = tl_direct_local[(size + 15) >> 4];
+		tl_block *block = page->free;
+		if (tl_likely(block != NULL)) {
+			page->free = block->next;
 			return block;
+		}
+		block = page->local_free;
+		if (tl_likely(block != NULL)) {
+			page->local_free = NULL;
+			page->free = block->next;
+			return block;
+		}
 	}
 	return tl_malloc_slow(size);
 }
@@ -276,7 +322,7 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 {
 	if (tl_unlikely(p == NULL))
 		return;
-	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	tl_page *page = tl_slice_of(tl_segment_of(p), p);
 	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
 		tl_page_push_local(page, p);
 		return;
@@ -284,17 +330,64 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 	tl_free_generic(heap, page, p);
 }
 
-/* The calling thread's free: compares with the thread pointer. */
+/*
+ * The calling thread's free: compares with the thread pointer.  NULL needs
+ * no test of its own: (NULL - 1) rounded down to a segment is negative, as
+ * is every address outside user space, and the sign falls out of the mask.
+ *
+ * On x86-64 the same steps are written out (tl_free_local_x86), because
+ * compilers put the slice's address in a register of its own, one
+ * instruction more than addressing segment + index each time: 13
+ * instructions in all.  The C version below is the definition; the
+ * ThreadSanitizer build and other machines use it, and the test suite runs
+ * both.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 static inline void tl_free_local(void *p)
 {
-	if (tl_unlikely(p == NULL))
+	__asm__ goto(
+		"lea -1(%0), %%rax\n\t"
+		"and %[segmask], %%rax\n\t"		/* segment, sign: NULL */
+		"js %l[slow]\n\t"
+		"mov %0, %%rdx\n\t"
+		"shr %[shift], %%rdx\n\t"
+		"and %[index], %%edx\n\t"		/* slice * 128 */
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
+		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
+		"jne %l[slow]\n\t"
+		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
+		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */
+		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
+		:
+		: "r"(p),
+		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
+		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
+		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
+		  [owner] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, owner)),
+		  [local] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, local_free))
+		: "rax", "rcx", "rdx", "memory", "cc"
+		: slow);
+	return;
+slow:
+	tl_free_slow(p);
+}
+#else
+static inline void tl_free_local(void *p)
+{
+	tl_segment *seg = tl_segment_of(p);
+	if (tl_unlikely((intptr_t)seg < 0)) {
+		tl_free_slow(p);
 		return;
-	tl_page *page = tl_page_of(tl_segment_of(p), p);
+	}
+	tl_page *page = tl_slice_of(seg, p);
 	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
 		tl_page_push_local(page, p);
 		return;
 	}
-	tl_free_slow(page, p);
+	tl_free_slow(p);
 }
+#endif
 
 #endif /* TLMALLOC_INTERNAL_H */

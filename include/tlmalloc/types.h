@@ -10,10 +10,10 @@
  *            64 KiB, medium pages 1 MiB; a huge segment is a single page
  *            holding one large block.
  *   segment  a TL_SEGMENT_SIZE-aligned mapping from the OS.  Its first
- *            TL_SEGMENT_HEADER bytes hold the tl_segment header and the page
- *            descriptors, so the page of any block is found in O(1):
- *            segment = (p - 1) & ~(TL_SEGMENT_SIZE - 1) (no block starts at
- *            a segment's first byte), then a table lookup by 64 KiB slice.
+ *            TL_SEGMENT_HEADER bytes hold the tl_segment header and a
+ *            descriptor per 64 KiB slice, so the page of any block is found
+ *            in O(1): segment = (p - 1) & ~(TL_SEGMENT_SIZE - 1) (no block
+ *            starts at a segment's first byte), slice = (p >> 16) % 64.
  *   heap     the per-thread allocator state, reached through initial-exec
  *            TLS (tl_heap_local).  A thread that has not allocated yet sees
  *            tl_heap_empty, whose pages are all the empty page, so the fast
@@ -77,6 +77,7 @@ typedef struct tl_segment tl_segment;
 #define TL_OWNER_FREE 0u	/* in the pool, or never used */
 #define TL_OWNER_ABANDONED 2u	/* its thread exited with live blocks */
 #define TL_OWNER_HUGE 4u	/* a huge segment's single page */
+#define TL_OWNER_FOLLOWER 6u	/* a slice inside a page: see slice_offset */
 #define TL_OWNER_FULL 1u	/* flag on a heap pointer */
 
 enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
@@ -97,12 +98,18 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
  * owner's full list (owner has TL_OWNER_FULL; free and avail are empty),
  * the owner's empty cache, the pool's free list, or the pool's abandoned
  * list of its class.
+ *
+ * Every 64 KiB slice of a segment has a descriptor, so the free fast path
+ * finds one by shifting and masking the pointer, with no table to load.  A
+ * page of several slices (medium pages, huge blocks) is described by its
+ * first slice, the leader; the others are followers (owner
+ * TL_OWNER_FOLLOWER, slice_offset slices after their leader), which send
+ * free to the generic path.  128 bytes, so the index scales by a shift.
  */
 typedef struct tl_page {
+	/* First cache line: the owner's. */
 	tl_block *free;		/* owner: blocks to allocate from */
 	tl_block *local_free;	/* owner: blocks the owner freed */
-	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
-	tl_atomic_uptr owner;	/* heap | flags, or a marker; see above */
 	uint32_t avail;		/* owner: length of free when last counted */
 	uint32_t capacity;	/* owner: blocks carved so far */
 	uint32_t reserved;	/* blocks that fit in the page */
@@ -111,20 +118,29 @@ typedef struct tl_page {
 	uint8_t kind;		/* enum tl_page_kind */
 	uint8_t dirty;		/* pool: holds data not yet purged */
 	uint8_t in_pool;	/* pool: in the pool's free list */
-	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
+	uint8_t slice_offset;	/* follower: slices after its leader */
 	struct tl_page *next;	/* links of whichever list holds the page */
 	struct tl_page *prev;
 	uint8_t *start;		/* first block */
-} tl_page;
+	/*
+	 * Second cache line: what other threads touch.  A thread freeing into
+	 * another's page reads owner and CASes thread_free here, and does not
+	 * take the line the owner's malloc and free write.
+	 */
+	tl_atomic_uptr owner __attribute__((aligned(64)));
+	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
+	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
+} __attribute__((aligned(128))) tl_page;
+
+#define TL_PAGE_DESC_SHIFT 7	/* log2(sizeof(tl_page)) */
 
 /*
  * A segment header.  Written under the pool lock (used_pages, links) or at
  * creation (the rest, read-only afterwards).
  */
 struct tl_segment {
-	/* Page of each 64 KiB slice; one more for a huge block at offset
-	 * TL_SEGMENT_SIZE (alignments above the segment size). */
-	tl_page *slice_page[TL_SLICES + 1];
+	/* The descriptor of each 64 KiB slice (leaders and followers). */
+	tl_page slices[TL_SLICES];
 	size_t map_size;	/* bytes mapped, from the segment's start */
 	uint32_t kind;		/* enum tl_page_kind */
 	uint32_t page_count;
@@ -132,7 +148,6 @@ struct tl_segment {
 	uint32_t page_shift;
 	struct tl_segment *next;	/* pool lock: list of all segments */
 	struct tl_segment *prev;
-	tl_page pages[TL_SLICES];
 };
 
 /* A list of pages (class queue, full list, pool lists). */
@@ -161,7 +176,6 @@ struct tl_heap {
 	uint32_t empty_count;
 	uint32_t pages_owned;		/* pages in the queues and full list */
 	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
-	uint32_t is_thread_heap;	/* destroyed at its thread's exit */
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 
