@@ -192,14 +192,19 @@ def standing_row(cells, workload, point, order):
     if cell is None:
         return None
     if cell.failed:
-        return "| %s | %s | FAILED | | | |" % (workload["name"], point)
+        return "| %s | %s | FAILED | | | | |" % (workload["name"], point)
     names = [a for a, _ in ranked]
     glibc = dict(ranked).get(BASELINE)
     vs_glibc = "%.2fx" % (cell.wall / glibc) if glibc else "–"
+    base = cells.get((workload["name"], point, BASELINE))
+    rss = "–"
+    if base is not None and not base.failed and base.maxrss_kb:
+        rss = "%.2fx" % (cell.maxrss_kb / base.maxrss_kb)
     best, best_wall = ranked[0]
-    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) |" % (
+    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s |" % (
         workload["name"], point, fmt_num(cell.wall), vs_glibc,
-        names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall))
+        names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall),
+        rss)
 
 
 def standing_section(data, cells):
@@ -217,9 +222,11 @@ def standing_section(data, cells):
         return lines + ["tlmalloc was not run%s." % (": " + note if note
                                                      else "")]
     lines += ["Median wall time; rank among the allocators that ran the "
-              "point without failing (1 = fastest).", "",
-              "| workload | point | tlmalloc | vs glibc | rank | fastest |",
-              "|---|---|---|---|---|---|"]
+              "point without failing (1 = fastest); peak RSS as a ratio to "
+              "glibc's.", "",
+              "| workload | point | tlmalloc | vs glibc | rank | fastest | "
+              "peak RSS vs glibc |",
+              "|---|---|---|---|---|---|---|"]
     return lines + rows
 
 

@@ -152,7 +152,7 @@ def test_standing_of_tlmalloc():
     text = build_report(synthetic())
     section = text.split("## Where tlmalloc stands", 1)[1].split("\n## ")[0]
     assert re.search(r"\| loop \| 32 threads \| 0.400 s \| 0.20x \| 1 of 3 \|"
-                     r" tlmalloc", section)
+                     r" tlmalloc \(0.400 s\) \| 0.50x \|", section)
     assert re.search(r"\| prodcons \| 16 pairs \| 0.800 s \| 0.80x \| "
                      r"1 of 3 \|", section)
 
