@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
@@ -32,13 +33,15 @@ static struct tl_pool {
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
 	uint32_t heaps_live;
 	uint32_t heaps_made;			/* heap structs carved */
+	uint64_t threads_seen;			/* heaps handed out */
+	uint64_t purged;			/* bytes madvised, in all */
+	uint64_t unmapped;			/* segments unmapped by purges */
 	bool threaded;			/* a second heap was ever made */
 } pool = {
 	.lock = TL_LOCK_INIT,
 	.next_purge_ms = UINT64_MAX,
 };
 
-uint64_t tl_purge_delay_ms = 100;
 
 static size_t page_area_size(const tl_page *page)
 {
@@ -146,7 +149,7 @@ void tl_pool_give_page(tl_page *page)
 	page->in_pool = 1;
 	seg->used_pages--;
 	if (page->dirty) {
-		page->purge_at_ms = now + tl_purge_delay_ms;
+		page->purge_at_ms = now + (uint64_t)tl_option(TL_OPT_purge_delay);
 		if (page->purge_at_ms < pool.next_purge_ms)
 			pool.next_purge_ms = page->purge_at_ms;
 		tl_list_push_front(&pool.free_pages[page->kind], page);
@@ -192,6 +195,8 @@ tl_heap *tl_pool_heap_alloc(void)
 	}
 	if (heap != NULL && ++pool.heaps_live >= 2)
 		pool.threaded = true;
+	if (heap != NULL)
+		pool.threads_seen++;
 	tl_lock_release(&pool.lock);
 	return heap;
 }
@@ -274,9 +279,16 @@ bool tl_pool_purge(bool force)
 	tl_lock_release(&pool.lock);
 
 	bool released = unmap != NULL || todo != NULL;
+	size_t unmapped = 0;
 	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
 		next = seg->next;
 		tl_segment_unmap(seg);
+		unmapped++;
+	}
+	if (unmapped != 0) {
+		tl_lock_acquire(&pool.lock);
+		pool.unmapped += unmapped;
+		tl_lock_release(&pool.lock);
 	}
 	for (tl_page *page = todo; page != NULL; page = page->next)
 		tl_os_purge(page->start, page_area_size(page));
@@ -286,6 +298,7 @@ bool tl_pool_purge(bool force)
 	tl_page *pnext;
 	for (tl_page *page = todo; page != NULL; page = pnext) {
 		pnext = page->next;
+		pool.purged += page_area_size(page);
 		page->dirty = 0;
 		page->in_pool = 1;
 		tl_segment_of(page->start)->used_pages--;
@@ -350,6 +363,14 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	*out = (struct tl_pool_stats){ 0 };
 	tl_lock_acquire(&pool.lock);
 	out->mapped = pool.mapped;
+	out->purged = pool.purged;
+	out->segments_unmapped = pool.unmapped;
+	out->threads_seen = pool.threads_seen;
+	out->threads_live = pool.heaps_live;
+	out->lock_acquired = pool.lock.acquired;
+	out->lock_waited = tl_u64_load_relaxed(&pool.lock.waited);
+	for (const tl_segment *seg = pool.segments; seg != NULL; seg = seg->next)
+		out->segments++;
 	out->held = pool.heaps_made * sizeof(tl_heap);
 	stats_walk_locked(out);
 	tl_lock_release(&pool.lock);
