@@ -198,6 +198,10 @@ struct tl_pool_stats {
 /* A formatted page of class cls owned by heap (adopted or fresh). */
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
+/* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
+bool tl_pool_cache_huge(tl_segment *seg);
+/* A cached huge segment whose block holds size bytes, or NULL. */
+tl_segment *tl_pool_take_huge(size_t size);
 void tl_pool_abandon_page(tl_page *page);
 tl_heap *tl_pool_heap_alloc(void);
 void tl_pool_heap_free(tl_heap *heap);
