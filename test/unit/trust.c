@@ -15,6 +15,9 @@
  *   foreign_realloc_silent     realloc/malloc_usable_size/free of pointers
  *   foreign_usable_size_silent tlmalloc never returned: one line on stderr
  *   foreign_free_silent        naming the call and the pointer, then abort
+ *   double_free_hangs          a block freed twice makes its page's free
+ *                              list loop: counting it must report a double
+ *                              free, not walk forever or hand it out twice
  * The death cases run the misuse in a child process (this program, exec'd
  * with the case name and "child") and check its signal and stderr.
  */
@@ -237,6 +240,27 @@ static void foreign_free_child(void)
 	free(inside + 4096);
 }
 
+/* Fill two pages of one class, free a block of the first (full) page
+ * twice, then make tlmalloc count that page's frees. */
+static void double_free_child(void)
+{
+	enum { N = 8192 };
+	static void *b[N];
+	for (int i = 0; i < N; i++)
+		b[i] = malloc(48);
+	free(b[10]);
+	free(b[10]);
+	tl_trim();
+	printf("not detected\n");
+}
+
+static void double_free_hangs(void)
+{
+	alarm(60);
+	expect_abort("double_free_hangs", "double free");
+	alarm(0);
+}
+
 static void foreign_realloc_silent(void)
 {
 	expect_abort("foreign_realloc_silent",
@@ -263,6 +287,7 @@ static const struct test_case cases[] = {
 	{ "foreign_realloc_silent", foreign_realloc_silent },
 	{ "foreign_usable_size_silent", foreign_usable_size_silent },
 	{ "foreign_free_silent", foreign_free_silent },
+	{ "double_free_hangs", double_free_hangs },
 };
 
 static const struct test_case children[] = {
@@ -270,6 +295,7 @@ static const struct test_case children[] = {
 	{ "foreign_realloc_silent", foreign_realloc_child },
 	{ "foreign_usable_size_silent", foreign_usable_size_child },
 	{ "foreign_free_silent", foreign_free_child },
+	{ "double_free_hangs", double_free_child },
 };
 
 int main(int argc, char **argv)
