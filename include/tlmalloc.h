@@ -15,6 +15,7 @@
 #define TLMALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TLMALLOC_VERSION_MAJOR 0
 #define TLMALLOC_VERSION_MINOR 1
@@ -64,6 +65,73 @@ TL_API size_t tl_usable_size(const void *ptr);
  */
 TL_API int tl_option_get(const char *name, long *value);
 TL_API int tl_option_set(const char *name, long value);
+
+/*
+ * Statistics (docs/stats.md): a snapshot of what tlmalloc holds, taken
+ * under the pool lock from figures the allocator keeps anyway; the fast
+ * paths count nothing for it.
+ *
+ * Live blocks are counted page by page as carved minus counted free.  The
+ * calling thread's heap (and the lock baseline's shared heap) is counted
+ * exactly first; for other threads' pages two things blur the figure: a
+ * block they freed that its page has not collected yet counts as live
+ * (live is an upper bound there), and blocks popped from a page at the head
+ * of its class queue since it was last counted do not (a lower bound
+ * there).  Both settle when the page is next counted (its heap's sweep,
+ * tl_trim, thread exit).
+ */
+#define TL_STATS_VERSION 1
+#define TL_STATS_CLASSES 48	/* size classes, smallest first */
+
+struct tl_stats_class {
+	uint64_t block_size;	/* bytes per block of the class */
+	uint64_t pages;		/* pages of the class owned or abandoned */
+	uint64_t blocks_carved;	/* blocks made in those pages so far */
+	uint64_t blocks_live;	/* carved minus counted free */
+};
+
+/*
+ * Fields are only ever added at the end, and TL_STATS_VERSION grows when
+ * they are.  A caller passes sizeof(struct tl_stats) as it was compiled:
+ * the library fills what fits, so an older caller keeps working.
+ */
+struct tl_stats {
+	uint32_t version;	/* TL_STATS_VERSION of the library */
+	uint32_t class_count;	/* entries of classes[] (TL_STATS_CLASSES) */
+	uint64_t mapped;	/* bytes of address space mapped */
+	uint64_t held;		/* of those, touched and not given back */
+	uint64_t live;		/* bytes in blocks handed out */
+	uint64_t purged;	/* bytes given back with madvise, in all */
+	uint64_t segments;	/* segments mapped now (huge blocks included) */
+	uint64_t segments_unmapped;	/* segments unmapped by purges, in all */
+	uint64_t threads_seen;	/* thread heaps made, in all */
+	uint64_t threads_live;	/* thread heaps now */
+	uint64_t lock_acquired;	/* pool lock: times taken */
+	uint64_t lock_waited;	/* of those, how many had to wait */
+	uint64_t pages_abandoned;	/* pages of exited threads, blocks live */
+	uint64_t pages_free;	/* pages in the pool, free */
+	uint64_t huge_blocks;	/* blocks above 128 KiB handed out */
+	uint64_t huge_bytes;	/* their bytes (mapped, in live and held) */
+	uint64_t huge_cached;	/* bytes of freed huge blocks kept for reuse */
+	uint64_t mapped_peak;	/* most bytes mapped at once */
+	uint64_t segments_peak;	/* most segments mapped at once */
+	struct tl_stats_class classes[TL_STATS_CLASSES];
+};
+
+/*
+ * Fill the first size bytes of *out (at most sizeof(struct tl_stats)) with
+ * a snapshot; returns how many bytes were filled, 0 if out is NULL or size
+ * cannot hold the version.
+ */
+TL_API size_t tl_stats_get(struct tl_stats *out, size_t size);
+
+/*
+ * The same snapshot as one JSON object (docs/stats.md shows it), written to
+ * buf without allocating.  As snprintf: returns the length the whole text
+ * needs (without the NUL); when size is non-zero, writes at most size - 1
+ * characters and a NUL.  buf may be NULL when size is 0.
+ */
+TL_API size_t tl_stats_json(char *buf, size_t size);
 
 /* Print tlmalloc's statistics to stderr (also at exit with show_stats). */
 TL_API void tl_stats_print(void);

@@ -6,9 +6,16 @@
  * Argument checks and errno follow glibc: ENOMEM for sizes that cannot be
  * had (calloc and reallocarray check the multiplication), EINVAL for a bad
  * alignment, free(NULL) does nothing, and nothing but a failure sets errno.
+ *
+ * glibc's statistics calls (mallinfo2, mallinfo, malloc_stats,
+ * malloc_info) report tl_stats_get's snapshot in glibc's terms: the arena
+ * is what small and medium blocks hold, huge blocks are its "mmap" part.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tlmalloc.h"
@@ -196,5 +203,130 @@ TL_API int malloc_trim(size_t pad)
 {
 	(void)pad;
 	return tl_trim();
+}
+
+/* The arena: held and live bytes without the huge blocks (glibc's mmap). */
+static void arena_of(const struct tl_stats *st, size_t *held, size_t *live)
+{
+	*held = st->held > st->huge_bytes ? st->held - st->huge_bytes : 0;
+	*live = st->live > st->huge_bytes ? st->live - st->huge_bytes : 0;
+	if (*live > *held)
+		*live = *held;
+}
+
+TL_API struct mallinfo2 mallinfo2(void)
+{
+	struct tl_stats st;
+	size_t held, live;
+	tl_stats_get(&st, sizeof(st));
+	arena_of(&st, &held, &live);
+	return (struct mallinfo2){
+		.arena = held,
+		.ordblks = st.pages_free + st.pages_abandoned,
+		.hblks = st.huge_blocks,
+		.hblkhd = st.huge_bytes,
+		.uordblks = live,
+		.fordblks = held - live,
+		.keepcost = 0,
+	};
+}
+
+static int saturate(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+TL_API struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return (struct mallinfo){
+		.arena = saturate(m.arena),
+		.ordblks = saturate(m.ordblks),
+		.hblks = saturate(m.hblks),
+		.hblkhd = saturate(m.hblkhd),
+		.uordblks = saturate(m.uordblks),
+		.fordblks = saturate(m.fordblks),
+		.keepcost = 0,
+	};
+}
+
+/* glibc's layout: the arena, then everything with the huge blocks. */
+TL_API void malloc_stats(void)
+{
+	struct tl_stats st;
+	size_t held, live;
+	tl_stats_get(&st, sizeof(st));
+	arena_of(&st, &held, &live);
+	fprintf(stderr, "Arena 0:\n"
+			"system bytes     = %10zu\n"
+			"in use bytes     = %10zu\n"
+			"Total (incl. mmap):\n"
+			"system bytes     = %10" PRIu64 "\n"
+			"in use bytes     = %10" PRIu64 "\n"
+			"max mmap regions = %10" PRIu64 "\n"
+			"max mmap bytes   = %10" PRIu64 "\n",
+		held, live, st.held, st.live, st.segments_peak,
+		st.mapped_peak);
+}
+
+/* Free blocks by class: <size from to total count/> as glibc's bins. */
+static void malloc_info_sizes(FILE *fp, const struct tl_stats *st)
+{
+	uint64_t from = 1;
+	fputs("<sizes>\n", fp);
+	for (unsigned i = 0; i < st->class_count; i++) {
+		const struct tl_stats_class *c = &st->classes[i];
+		uint64_t count = c->blocks_carved - c->blocks_live;
+		if (count != 0)
+			fprintf(fp, "  <size from=\"%" PRIu64 "\" to=\"%" PRIu64
+				    "\" total=\"%" PRIu64 "\" count=\"%"
+				    PRIu64 "\"/>\n", from, c->block_size,
+				count * c->block_size, count);
+		from = c->block_size + 1;
+	}
+	fputs("</sizes>\n", fp);
+}
+
+/*
+ * The totals, as glibc writes them for its heap (the arena) and for the
+ * whole (with the huge blocks, glibc's mmap part).
+ */
+static void malloc_info_totals(FILE *fp, const struct tl_stats *st,
+			       bool whole)
+{
+	size_t held, live;
+	uint64_t free_blocks = 0;
+	arena_of(st, &held, &live);
+	for (unsigned i = 0; i < st->class_count; i++)
+		free_blocks += st->classes[i].blocks_carved -
+			       st->classes[i].blocks_live;
+	fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		    "<total type=\"rest\" count=\"%" PRIu64 "\" size=\"%zu\"/>\n",
+		free_blocks, held - live);
+	if (whole)
+		fprintf(fp, "<total type=\"mmap\" count=\"%" PRIu64
+			    "\" size=\"%" PRIu64 "\"/>\n",
+			st->huge_blocks, st->huge_bytes);
+	fprintf(fp, "<system type=\"current\" size=\"%" PRIu64 "\"/>\n"
+		    "<system type=\"max\" size=\"%" PRIu64 "\"/>\n"
+		    "<aspace type=\"total\" size=\"%" PRIu64 "\"/>\n"
+		    "<aspace type=\"mprotect\" size=\"%" PRIu64 "\"/>\n",
+		whole ? st->held : (uint64_t)held, st->mapped_peak,
+		st->mapped, st->mapped);
+}
+
+TL_API int malloc_info(int options, FILE *fp)
+{
+	struct tl_stats st;
+	if (options != 0 || fp == NULL)
+		return EINVAL;
+	tl_stats_get(&st, sizeof(st));
+	fputs("<malloc version=\"1\">\n<heap nr=\"0\">\n", fp);
+	malloc_info_sizes(fp, &st);
+	malloc_info_totals(fp, &st, false);
+	fputs("</heap>\n", fp);
+	malloc_info_totals(fp, &st, true);
+	fputs("</malloc>\n", fp);
+	return 0;
 }
 #endif

@@ -39,6 +39,9 @@ static struct tl_pool {
 	uint8_t *heap_area;
 	size_t heap_area_left;
 	size_t mapped;			/* bytes mapped for segments */
+	size_t mapped_peak;		/* statistics: most mapped at once */
+	uint64_t segment_count;		/* segments in the list */
+	uint64_t segments_peak;		/* statistics: most at once */
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
 	tl_segment *huge_cache;		/* freed huge segments, newest first */
 	size_t huge_cached;		/* their bytes */
@@ -71,6 +74,10 @@ void tl_pool_register_segment(tl_segment *seg)
 		pool.segments->prev = seg;
 	pool.segments = seg;
 	pool.mapped += seg->map_size;
+	if (pool.mapped > pool.mapped_peak)
+		pool.mapped_peak = pool.mapped;
+	if (++pool.segment_count > pool.segments_peak)
+		pool.segments_peak = pool.segment_count;
 	if (seg->kind != TL_PAGE_HUGE) {
 		for (uint32_t i = 0; i < seg->page_count; i++) {
 			tl_page *page = tl_segment_page(seg, i);
@@ -93,6 +100,7 @@ static void unregister_locked(tl_segment *seg)
 	if (seg->next != NULL)
 		seg->next->prev = seg->prev;
 	pool.mapped -= seg->map_size;
+	pool.segment_count--;
 }
 
 void tl_pool_unregister_segment(tl_segment *seg)
@@ -106,6 +114,8 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size)
 {
 	tl_lock_acquire(&pool.lock);
 	pool.mapped = pool.mapped - seg->map_size + map_size;
+	if (pool.mapped > pool.mapped_peak)
+		pool.mapped_peak = pool.mapped;
 	seg->map_size = map_size;
 	tl_lock_release(&pool.lock);
 }
@@ -430,39 +440,63 @@ bool tl_pool_purge_pending(void)
  * back - the blocks carved of owned pages, dirty free pages, segment
  * headers, huge blocks, heap structs; never-touched or purged memory is
  * not held.  Live: carved blocks not counted free; frees not yet collected
- * count as live.
+ * count as live, a queue head's uncounted pops do not (see tl_page).
  */
+static void stats_huge_locked(struct tl_pool_stats *out, const tl_segment *seg)
+{
+	out->held += seg->map_size;
+	if (seg->used_pages == 0) {
+		out->huge_cached += seg->map_size;	/* cached: not live */
+		return;
+	}
+	out->live += seg->map_size;
+	out->huge_blocks++;
+	out->huge_bytes += seg->map_size;
+}
+
+/* A page some heap owns, abandoned, or cached empty by its heap. */
+static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
+{
+	uintptr_t owner = tl_uptr_load_acquire(&page->owner);
+	size_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+	size_t avail = __atomic_load_n(&page->avail, __ATOMIC_RELAXED);
+	size_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
+	out->held += cap * bs;
+	if (owner == TL_OWNER_FREE || bs == 0 || bs > TL_MEDIUM_MAX)
+		return;
+	if (owner == TL_OWNER_ABANDONED)
+		out->pages_abandoned++;
+	/* block_size, not size_class: the owner stores it atomically. */
+	struct tl_pool_class_stats *c = &out->classes[tl_size_to_class(bs)];
+	c->pages++;
+	c->carved += cap;
+	if (cap > avail) {
+		out->live += (cap - avail) * bs;
+		c->live += cap - avail;
+	}
+}
+
 static void stats_walk_locked(struct tl_pool_stats *out)
 {
 	size_t page_size = tl_os_page_size();
 	size_t header = (sizeof(tl_segment) + page_size - 1) & ~(page_size - 1);
 	for (const tl_segment *seg = pool.segments; seg != NULL;
 	     seg = seg->next) {
+		out->segments++;
 		if (seg->kind == TL_PAGE_HUGE) {
-			out->held += seg->map_size;	/* cached: not live */
-			if (seg->used_pages != 0)
-				out->live += seg->map_size;
+			stats_huge_locked(out, seg);
 			continue;
 		}
 		out->held += header;
 		for (uint32_t i = 0; i < seg->page_count; i++) {
 			const tl_page *page = tl_segment_page(seg, i);
-			if (page->in_pool) {
-				if (page->dirty)
-					out->held += page_area_size(page);
+			if (!page->in_pool) {
+				stats_page_locked(out, page);
 				continue;
 			}
-			bool owned = tl_uptr_load_acquire(&page->owner) !=
-				     TL_OWNER_FREE;
-			size_t cap = __atomic_load_n(&page->capacity,
-						     __ATOMIC_RELAXED);
-			size_t avail = __atomic_load_n(&page->avail,
-						       __ATOMIC_RELAXED);
-			size_t bs = __atomic_load_n(&page->block_size,
-						    __ATOMIC_RELAXED);
-			out->held += cap * bs;
-			if (owned && cap > avail)
-				out->live += (cap - avail) * bs;
+			out->pages_free++;
+			if (page->dirty)
+				out->held += page_area_size(page);
 		}
 	}
 }
@@ -472,14 +506,14 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	*out = (struct tl_pool_stats){ 0 };
 	tl_lock_acquire(&pool.lock);
 	out->mapped = pool.mapped;
+	out->mapped_peak = pool.mapped_peak;
+	out->segments_peak = pool.segments_peak;
 	out->purged = pool.purged;
 	out->segments_unmapped = pool.unmapped;
 	out->threads_seen = pool.threads_seen;
 	out->threads_live = pool.heaps_live;
 	out->lock_acquired = pool.lock.acquired;
 	out->lock_waited = tl_u64_load_relaxed(&pool.lock.waited);
-	for (const tl_segment *seg = pool.segments; seg != NULL; seg = seg->next)
-		out->segments++;
 	out->held = pool.heaps_made * sizeof(tl_heap);
 	stats_walk_locked(out);
 	tl_lock_release(&pool.lock);

@@ -1,11 +1,15 @@
 /*
- * stats.c - what tlmalloc holds and does, printed for a person
+ * stats.c - what tlmalloc holds and does: the snapshot of tl_stats_get, its
+ * JSON form (tl_stats_json), and the same printed for a person
  * (tl_stats_print, and at exit with the show_stats option).
  *
- * The figures are a snapshot of the pool (see tl_pool_stats_get): memory
- * mapped, held and live, what purges gave back, threads, and the pool
- * lock.  Written with write(2) and a formatter of its own: printing
- * allocates nothing, so it works at exit and from any state.
+ * The figures come from the pool (see tl_pool_stats_get): memory mapped,
+ * held and live, what purges gave back, threads, the pool lock, and per
+ * size class the pages and blocks found by a walk of every page.  The
+ * calling thread's heap is counted first, so its own figures are exact.
+ * Nothing here allocates: the text is made by a formatter of its own into
+ * the caller's buffer or onto the stack and written with write(2), so it
+ * works at exit and from any state.
  */
 #include <string.h>
 
@@ -13,30 +17,124 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
 
+_Static_assert(TL_STATS_CLASSES == TL_CLASSES - 1,
+	       "one entry of tl_stats.classes per size class");
+
+/* ---- the snapshot ---- */
+
+static void copy_classes(struct tl_stats *st, const struct tl_pool_stats *ps)
+{
+	st->class_count = TL_STATS_CLASSES;
+	for (unsigned i = 0; i < TL_STATS_CLASSES; i++) {
+		const struct tl_pool_class_stats *c = &ps->classes[i + 1];
+		st->classes[i] = (struct tl_stats_class){
+			.block_size = tl_class_size[i + 1],
+			.pages = c->pages,
+			.blocks_carved = c->carved,
+			.blocks_live = c->live,
+		};
+	}
+}
+
+static void snapshot(struct tl_stats *st)
+{
+	struct tl_pool_stats ps;
+	tl_heap *heap = tl_heap_local;
+	/* The caller's own frees and pops, and the shared heap's, counted. */
+	if (tl_heap_is_thread_heap(heap))
+		tl_heap_collect_all(heap, false);
+	tl_shared_collect(false);
+	tl_pool_stats_get(&ps);
+	*st = (struct tl_stats){
+		.version = TL_STATS_VERSION,
+		.mapped = ps.mapped,
+		.held = ps.held,
+		.live = ps.live,
+		.purged = ps.purged,
+		.segments = ps.segments,
+		.segments_unmapped = ps.segments_unmapped,
+		.threads_seen = ps.threads_seen,
+		.threads_live = ps.threads_live,
+		.lock_acquired = ps.lock_acquired,
+		.lock_waited = ps.lock_waited,
+		.pages_abandoned = ps.pages_abandoned,
+		.pages_free = ps.pages_free,
+		.huge_blocks = ps.huge_blocks,
+		.huge_bytes = ps.huge_bytes,
+		.huge_cached = ps.huge_cached,
+		.mapped_peak = ps.mapped_peak,
+		.segments_peak = ps.segments_peak,
+	};
+	copy_classes(st, &ps);
+}
+
+size_t tl_stats_get(struct tl_stats *out, size_t size)
+{
+	struct tl_stats st;
+	if (out == NULL || size < sizeof(st.version))
+		return 0;
+	snapshot(&st);
+	if (size > sizeof(st))
+		size = sizeof(st);
+	memcpy(out, &st, size);
+	return size;
+}
+
+/* ---- text without allocating ---- */
+
+/*
+ * Text goes into buf (cap bytes); total counts everything produced.  When
+ * buf is full, a printing out flushes it to stderr, any other drops the
+ * rest (and total still counts it).
+ */
 struct out {
-	char buf[1024];
+	char *buf;
+	size_t cap;
 	size_t n;
+	size_t total;
+	bool flush;
 };
+
+static void put_mem(struct out *o, const char *s, size_t len)
+{
+	o->total += len;
+	while (len > 0) {
+		if (o->n == o->cap) {
+			if (!o->flush)
+				return;
+			tl_os_write_stderr(o->buf, o->n);
+			o->n = 0;
+		}
+		size_t k = o->cap - o->n < len ? o->cap - o->n : len;
+		memcpy(o->buf + o->n, s, k);
+		o->n += k;
+		s += k;
+		len -= k;
+	}
+}
 
 static void put(struct out *o, const char *s)
 {
-	size_t len = strlen(s);
-	if (len > sizeof(o->buf) - o->n)
-		len = sizeof(o->buf) - o->n;
-	memcpy(o->buf + o->n, s, len);
-	o->n += len;
+	put_mem(o, s, strlen(s));
 }
 
-static void put_u64(struct out *o, uint64_t v)
+/* v in decimal, right-aligned in width columns (0: as long as needed). */
+static void put_u64_w(struct out *o, uint64_t v, unsigned width)
 {
 	char digits[24];
 	size_t d = 0;
 	do {
-		digits[d++] = (char)('0' + v % 10);
+		digits[sizeof(digits) - ++d] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v != 0);
-	while (d > 0 && o->n < sizeof(o->buf))
-		o->buf[o->n++] = digits[--d];
+	while (width > d && d < sizeof(digits))
+		digits[sizeof(digits) - ++d] = ' ';
+	put_mem(o, digits + sizeof(digits) - d, d);
+}
+
+static void put_u64(struct out *o, uint64_t v)
+{
+	put_u64_w(o, v, 0);
 }
 
 /* Bytes as KiB with one decimal. */
@@ -45,41 +143,149 @@ static void put_kib(struct out *o, uint64_t bytes)
 	put_u64(o, bytes / 1024);
 	put(o, ".");
 	put_u64(o, (bytes % 1024) * 10 / 1024);
-	put(o, " KiB");
 }
+
+/* ---- JSON ---- */
+
+static void json_field(struct out *o, const char *key, uint64_t v)
+{
+	put(o, ",\"");
+	put(o, key);
+	put(o, "\":");
+	put_u64(o, v);
+}
+
+static void json_class(struct out *o, const struct tl_stats_class *c,
+		       bool first)
+{
+	put(o, first ? "{\"block_size\":" : ",{\"block_size\":");
+	put_u64(o, c->block_size);
+	json_field(o, "pages", c->pages);
+	json_field(o, "blocks_carved", c->blocks_carved);
+	json_field(o, "blocks_live", c->blocks_live);
+	put(o, "}");
+}
+
+static void json_write(struct out *o, const struct tl_stats *st)
+{
+	put(o, "{\"version\":");
+	put_u64(o, st->version);
+	json_field(o, "mapped", st->mapped);
+	json_field(o, "held", st->held);
+	json_field(o, "live", st->live);
+	json_field(o, "purged", st->purged);
+	json_field(o, "segments", st->segments);
+	json_field(o, "segments_unmapped", st->segments_unmapped);
+	json_field(o, "threads_seen", st->threads_seen);
+	json_field(o, "threads_live", st->threads_live);
+	json_field(o, "lock_acquired", st->lock_acquired);
+	json_field(o, "lock_waited", st->lock_waited);
+	json_field(o, "pages_abandoned", st->pages_abandoned);
+	json_field(o, "pages_free", st->pages_free);
+	json_field(o, "huge_blocks", st->huge_blocks);
+	json_field(o, "huge_bytes", st->huge_bytes);
+	json_field(o, "huge_cached", st->huge_cached);
+	json_field(o, "mapped_peak", st->mapped_peak);
+	json_field(o, "segments_peak", st->segments_peak);
+	put(o, ",\"classes\":[");
+	bool first = true;
+	for (unsigned i = 0; i < st->class_count; i++) {
+		if (st->classes[i].pages == 0)
+			continue;
+		json_class(o, &st->classes[i], first);
+		first = false;
+	}
+	put(o, "]}");
+}
+
+size_t tl_stats_json(char *buf, size_t size)
+{
+	struct tl_stats st;
+	struct out o = { .buf = buf, .cap = size > 0 ? size - 1 : 0 };
+	snapshot(&st);
+	json_write(&o, &st);
+	if (size > 0)
+		buf[o.n] = '\0';
+	return o.total;
+}
+
+/* ---- printed for a person ---- */
 
 static void line_kib(struct out *o, const char *label, uint64_t bytes,
 		     const char *note)
 {
 	put(o, label);
 	put_kib(o, bytes);
+	put(o, " KiB");
 	put(o, note);
+}
+
+static void print_counts(struct out *o, const struct tl_stats *st)
+{
+	put(o, "  segments: ");
+	put_u64(o, st->segments);
+	put(o, " mapped (at most ");
+	put_u64(o, st->segments_peak);
+	put(o, "), ");
+	put_u64(o, st->segments_unmapped);
+	put(o, " unmapped by purges\n  pages:   ");
+	put_u64(o, st->pages_free);
+	put(o, " free in the pool, ");
+	put_u64(o, st->pages_abandoned);
+	put(o, " abandoned by exited threads\n  huge:    ");
+	put_u64(o, st->huge_blocks);
+	put(o, " blocks, ");
+	put_kib(o, st->huge_bytes);
+	put(o, " KiB; ");
+	put_kib(o, st->huge_cached);
+	put(o, " KiB cached for reuse\n  threads: ");
+	put_u64(o, st->threads_seen);
+	put(o, " seen, ");
+	put_u64(o, st->threads_live);
+	put(o, " live\n  pool lock: ");
+	put_u64(o, st->lock_acquired);
+	put(o, " acquisitions, ");
+	put_u64(o, st->lock_waited);
+	put(o, " had to wait\n");
+}
+
+/* One line per class with pages: its size, pages, blocks and live bytes. */
+static void print_classes(struct out *o, const struct tl_stats *st)
+{
+	put(o, "  size class   pages     carved       live   live KiB\n");
+	for (unsigned i = 0; i < st->class_count; i++) {
+		const struct tl_stats_class *c = &st->classes[i];
+		if (c->pages == 0)
+			continue;
+		put(o, "  ");
+		put_u64_w(o, c->block_size, 10);
+		put_u64_w(o, c->pages, 8);
+		put_u64_w(o, c->blocks_carved, 11);
+		put_u64_w(o, c->blocks_live, 11);
+		put(o, " ");
+		put_u64_w(o, c->blocks_live * c->block_size / 1024, 8);
+		put(o, ".");
+		put_u64(o, (c->blocks_live * c->block_size % 1024) * 10 / 1024);
+		put(o, "\n");
+	}
 }
 
 void tl_stats_print(void)
 {
-	struct tl_pool_stats st;
-	struct out o = { .n = 0 };
-	tl_pool_stats_get(&st);
+	struct tl_stats st;
+	char buf[2048];
+	struct out o = { .buf = buf, .cap = sizeof(buf), .flush = true };
+	snapshot(&st);
 	put(&o, "tlmalloc ");
 	put(&o, tl_version());
 	put(&o, " statistics\n");
-	line_kib(&o, "  mapped:  ", st.mapped, " of address space\n");
+	line_kib(&o, "  mapped:  ", st.mapped, " of address space (at most ");
+	put_kib(&o, st.mapped_peak);
+	put(&o, " KiB)\n");
 	line_kib(&o, "  held:    ", st.held, " touched and not given back\n");
 	line_kib(&o, "  live:    ", st.live, " in blocks handed out\n");
 	line_kib(&o, "  purged:  ", st.purged, " given back with madvise, in all\n");
-	put(&o, "  segments: ");
-	put_u64(&o, st.segments);
-	put(&o, " mapped, ");
-	put_u64(&o, st.segments_unmapped);
-	put(&o, " unmapped by purges\n  threads: ");
-	put_u64(&o, st.threads_seen);
-	put(&o, " seen, ");
-	put_u64(&o, st.threads_live);
-	put(&o, " live\n  pool lock: ");
-	put_u64(&o, st.lock_acquired);
-	put(&o, " acquisitions, ");
-	put_u64(&o, st.lock_waited);
-	put(&o, " had to wait\n");
+	print_counts(&o, &st);
+	print_classes(&o, &st);
 	tl_os_write_stderr(o.buf, o.n);
 }

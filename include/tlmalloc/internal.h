@@ -183,6 +183,19 @@ uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 		      size_t *size);
 
 /* ---- the global pool (pool.c) ---- */
+/* Pages and blocks of one size class, in pages some heap owns or abandoned. */
+struct tl_pool_class_stats {
+	uint64_t pages;
+	uint64_t carved;	/* blocks carved in those pages */
+	uint64_t live;		/* carved minus counted free (see below) */
+};
+
+/*
+ * A snapshot of the pool.  live (and each class's live) counts the blocks
+ * of a page as capacity - avail: frees not collected yet count as live, and
+ * a queue head's pops since it was last counted do not.  tl_stats_get
+ * counts the calling thread's heap first, so its own pages are exact.
+ */
 struct tl_pool_stats {
 	size_t mapped;		/* bytes of address space mapped */
 	size_t held;		/* of those, touched and not given back */
@@ -194,6 +207,14 @@ struct tl_pool_stats {
 	uint64_t threads_live;
 	uint64_t lock_acquired;	/* the pool lock */
 	uint64_t lock_waited;
+	uint64_t mapped_peak;	/* most bytes mapped at once */
+	uint64_t segments_peak;	/* most segments mapped at once */
+	uint64_t pages_abandoned;	/* pages of exited threads, in the pool */
+	uint64_t pages_free;	/* pages in the pool's free lists */
+	uint64_t huge_blocks;	/* huge blocks handed out */
+	uint64_t huge_bytes;	/* their mapped bytes */
+	uint64_t huge_cached;	/* bytes of freed huge segments kept */
+	struct tl_pool_class_stats classes[TL_CLASSES];	/* [0] unused */
 };
 /* A formatted page of class cls owned by heap (adopted or fresh). */
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);

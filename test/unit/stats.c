@@ -1,0 +1,479 @@
+/*
+ * stats.c - the statistics: tl_stats_get, tl_stats_json, tl_stats_print
+ * at exit, and glibc's mallinfo2, mallinfo, malloc_info and malloc_stats.
+ *
+ * Each case is named after the failure it catches:
+ *   live_not_counted     blocks handed out do not show in live and in their
+ *                        class's live blocks, or freed ones stay there
+ *   version_ignored      a caller's smaller struct is overrun, or the
+ *                        version is not set
+ *   json_malformed       tl_stats_json writes text that does not parse as
+ *                        JSON, lacks a figure, or breaks the snprintf
+ *                        contract on a small buffer
+ *   mallinfo2_wrong      mallinfo2/mallinfo do not follow allocations
+ *                        (small blocks in uordblks, huge ones in hblkhd),
+ *                        or mallinfo wraps instead of saturating
+ *   malloc_info_broken   malloc_info writes no <malloc version=...> XML or
+ *                        accepts options it does not know
+ *   malloc_stats_silent  malloc_stats prints nothing (or not glibc's lines)
+ *   show_stats_silent    TLMALLOC_SHOW_STATS=1 prints nothing at exit, or
+ *                        the statistics are printed without it
+ * The printing cases run this program again as a child (`self CASE child`)
+ * and read its stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlmalloc.h"
+#include "check.h"
+
+static char *self_path;
+
+/* Run this program as `self CASE child` with an extra environment entry;
+ * returns the wait status, with stderr captured. */
+static int run_child(const char *name, const char *env, char *err,
+		     size_t err_size)
+{
+	int pe[2];
+	CHECK(pipe(pe) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pe[1], 2);
+		close(pe[0]);
+		if (env != NULL)
+			putenv((char *)env);
+		execl(self_path, self_path, name, "child", (char *)NULL);
+		_exit(127);
+	}
+	close(pe[1]);
+	size_t ne = 0;
+	ssize_t r;
+	while (ne < err_size - 1 &&
+	       (r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
+		ne += (size_t)r;
+	err[ne] = '\0';
+	close(pe[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
+static struct tl_stats snap(void)
+{
+	struct tl_stats st;
+	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
+	CHECK(st.version == TL_STATS_VERSION);
+	CHECK(st.class_count == TL_STATS_CLASSES);
+	return st;
+}
+
+/* The entry of the class whose blocks are block_size bytes. */
+static const struct tl_stats_class *class_of(const struct tl_stats *st,
+					     size_t block_size)
+{
+	for (unsigned i = 0; i < st->class_count; i++)
+		if (st->classes[i].block_size == block_size)
+			return &st->classes[i];
+	CHECKF(0, "no class of %zu bytes", block_size);
+	return NULL;
+}
+
+enum { N = 3000, SIZE = 200 };
+static void *blocks[N];
+
+static void live_not_counted(void)
+{
+	struct tl_stats before = snap();
+	for (int i = 0; i < N; i++) {
+		blocks[i] = malloc(SIZE);
+		CHECK(blocks[i] != NULL);
+		memset(blocks[i], i, SIZE);
+	}
+	size_t bs = malloc_usable_size(blocks[0]);
+	CHECK(bs >= SIZE);
+	struct tl_stats mid = snap();
+	uint64_t c0 = class_of(&before, bs)->blocks_live;
+	uint64_t c1 = class_of(&mid, bs)->blocks_live;
+	CHECKF(c1 >= c0 + N, "class %zu: %" PRIu64 " -> %" PRIu64, bs, c0, c1);
+	CHECK(class_of(&mid, bs)->pages * 65536 >= (uint64_t)N * bs);
+	CHECK(class_of(&mid, bs)->blocks_carved >= c1);
+	CHECKF(mid.live >= before.live + (uint64_t)N * bs,
+	       "live %" PRIu64 " -> %" PRIu64, before.live, mid.live);
+	CHECK(mid.held >= mid.live && mid.mapped >= mid.held);
+
+	for (int i = 0; i < N; i++)
+		free(blocks[i]);
+	tl_trim();
+	struct tl_stats after = snap();
+	uint64_t c2 = class_of(&after, bs)->blocks_live;
+	CHECKF(c2 + N <= c1, "class %zu after free: %" PRIu64, bs, c2);
+	CHECKF(after.live + (uint64_t)N * bs <= mid.live,
+	       "live after free %" PRIu64 " (was %" PRIu64 ")", after.live,
+	       mid.live);
+	/* tl_trim gave the pages back (purged, or their segment unmapped). */
+	CHECKF(after.held + (uint64_t)N * bs <= mid.held,
+	       "held after trim %" PRIu64 " (was %" PRIu64 ")", after.held,
+	       mid.held);
+	CHECK(after.purged > mid.purged ||
+	      after.segments_unmapped > mid.segments_unmapped);
+}
+
+static void version_ignored(void)
+{
+	void *p = malloc(100);
+	CHECK(p != NULL);
+	struct tl_stats st;
+	memset(&st, 0xab, sizeof(st));
+	size_t prefix = offsetof(struct tl_stats, held);
+	CHECK(tl_stats_get(&st, prefix) == prefix);
+	CHECK(st.version == TL_STATS_VERSION);
+	CHECK(st.mapped != 0 && st.mapped != 0xababababababababull);
+	const unsigned char *bytes = (const unsigned char *)&st;
+	for (size_t i = prefix; i < sizeof(st); i++)
+		CHECKF(bytes[i] == 0xab, "byte %zu of %zu written", i, prefix);
+
+	/* Too small for the version, or no struct: nothing written. */
+	memset(&st, 0xab, sizeof(st));
+	CHECK(tl_stats_get(&st, sizeof(st.version) - 1) == 0);
+	CHECK(bytes[0] == 0xab);
+	CHECK(tl_stats_get(NULL, sizeof(st)) == 0);
+	/* A larger struct than ours (a newer caller): only ours is filled. */
+	_Alignas(struct tl_stats) unsigned char big[sizeof(st) + 64];
+	memset(big, 0xcd, sizeof(big));
+	CHECK(tl_stats_get((struct tl_stats *)(void *)big, sizeof(big)) ==
+	      sizeof(st));
+	CHECK(big[sizeof(st)] == 0xcd && big[sizeof(big) - 1] == 0xcd);
+	free(p);
+}
+
+/* ---- a small JSON checker: true if s[*i..] holds one value ---- */
+static bool json_value(const char *s, size_t *i, int depth);
+
+static void json_space(const char *s, size_t *i)
+{
+	while (s[*i] == ' ' || s[*i] == '\n' || s[*i] == '\t' || s[*i] == '\r')
+		(*i)++;
+}
+
+static bool json_string(const char *s, size_t *i)
+{
+	if (s[*i] != '"')
+		return false;
+	for ((*i)++; s[*i] != '"'; (*i)++) {
+		if (s[*i] == '\0' || (unsigned char)s[*i] < 0x20)
+			return false;
+		if (s[*i] == '\\' && s[++*i] == '\0')
+			return false;
+	}
+	(*i)++;
+	return true;
+}
+
+static bool json_number(const char *s, size_t *i)
+{
+	size_t start = *i;
+	if (s[*i] == '-')
+		(*i)++;
+	while (s[*i] >= '0' && s[*i] <= '9')
+		(*i)++;
+	return *i > start && s[*i - 1] != '-';
+}
+
+/* Members of an object (pairs) or elements of an array, up to close. */
+static bool json_members(const char *s, size_t *i, int depth, char close,
+			 bool pairs)
+{
+	(*i)++;
+	json_space(s, i);
+	if (s[*i] == close) {
+		(*i)++;
+		return true;
+	}
+	for (;;) {
+		if (pairs) {
+			json_space(s, i);
+			if (!json_string(s, i))
+				return false;
+			json_space(s, i);
+			if (s[(*i)++] != ':')
+				return false;
+		}
+		if (!json_value(s, i, depth + 1))
+			return false;
+		json_space(s, i);
+		char c = s[(*i)++];
+		if (c == close)
+			return true;
+		if (c != ',')
+			return false;
+	}
+}
+
+static bool json_value(const char *s, size_t *i, int depth)
+{
+	if (depth > 16)
+		return false;
+	json_space(s, i);
+	switch (s[*i]) {
+	case '{':
+		return json_members(s, i, depth, '}', true);
+	case '[':
+		return json_members(s, i, depth, ']', false);
+	case '"':
+		return json_string(s, i);
+	default:
+		return json_number(s, i);
+	}
+}
+
+static bool json_valid(const char *s)
+{
+	size_t i = 0;
+	if (!json_value(s, &i, 0))
+		return false;
+	json_space(s, &i);
+	return s[i] == '\0';
+}
+
+/* The number after "key": in s (the first one), or UINT64_MAX. */
+static uint64_t json_get(const char *s, const char *key)
+{
+	char pattern[64];
+	snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+	const char *at = strstr(s, pattern);
+	if (at == NULL)
+		return UINT64_MAX;
+	return strtoull(at + strlen(pattern), NULL, 10);
+}
+
+static void json_malformed(void)
+{
+	static char buf[64 << 10];
+	void *p = malloc(300);
+	CHECK(p != NULL);
+	size_t n = tl_stats_json(buf, sizeof(buf));
+	CHECKF(n > 0 && n < sizeof(buf) && strlen(buf) == n, "n %zu", n);
+	CHECKF(json_valid(buf), "not JSON: %s", buf);
+	CHECK(!json_valid("{\"a\":1") && !json_valid("{\"a\":[1,]}"));
+	const char *keys[] = {
+		"version", "mapped", "held", "live", "purged", "segments",
+		"segments_unmapped", "threads_seen", "threads_live",
+		"lock_acquired", "lock_waited", "pages_abandoned",
+		"pages_free", "huge_blocks", "huge_bytes", "huge_cached",
+		"mapped_peak", "segments_peak", "block_size", "pages",
+		"blocks_carved", "blocks_live",
+	};
+	for (size_t k = 0; k < TEST_COUNT(keys); k++)
+		CHECKF(json_get(buf, keys[k]) != UINT64_MAX, "no %s in %s",
+		       keys[k], buf);
+	CHECK(json_get(buf, "version") == TL_STATS_VERSION);
+	CHECK(json_get(buf, "live") >= malloc_usable_size(p));
+	CHECK(strstr(buf, "\"classes\":[{") != NULL);
+	char pattern[64];
+	snprintf(pattern, sizeof(pattern), "{\"block_size\":%zu,",
+		 malloc_usable_size(p));
+	CHECKF(strstr(buf, pattern) != NULL, "no %s in %s", pattern, buf);
+
+	/* Too small: the length needed, a NUL-terminated prefix. */
+	char small[16];
+	memset(small, 'x', sizeof(small));
+	size_t r = tl_stats_json(small, sizeof(small));
+	CHECKF(r + 8 >= n && r <= n + 8, "needed %zu, whole text %zu", r, n);
+	CHECK(small[sizeof(small) - 1] == '\0');
+	CHECK(memcmp(small, buf, sizeof(small) - 1) == 0);
+	CHECK(tl_stats_json(small, 1) >= n - 8 && small[0] == '\0');
+	r = tl_stats_json(NULL, 0);
+	CHECKF(r + 8 >= n && r <= n + 8, "needed %zu, whole text %zu", r, n);
+	free(p);
+}
+
+/* mallinfo is deprecated in glibc's header, and what we test. */
+static struct mallinfo mallinfo_int(void)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	return mallinfo();
+#pragma GCC diagnostic pop
+}
+
+static void mallinfo2_wrong(void)
+{
+	struct mallinfo2 m0 = mallinfo2();
+	for (int i = 0; i < N; i++) {
+		blocks[i] = malloc(SIZE);
+		CHECK(blocks[i] != NULL);
+	}
+	struct mallinfo2 m1 = mallinfo2();
+	CHECKF(m1.uordblks >= m0.uordblks + (size_t)N * SIZE,
+	       "uordblks %zu -> %zu", m0.uordblks, m1.uordblks);
+	CHECK(m1.arena >= m1.uordblks);
+	CHECK(m1.fordblks == m1.arena - m1.uordblks);
+	CHECK(m1.keepcost == 0);
+
+	/* A huge block is glibc's mmap part: hblks/hblkhd, not uordblks. */
+	size_t huge = (size_t)8 << 20;
+	char *h = malloc(huge);
+	CHECK(h != NULL);
+	memset(h, 1, huge);
+	struct mallinfo2 m2 = mallinfo2();
+	CHECKF(m2.hblks == m1.hblks + 1 && m2.hblkhd >= m1.hblkhd + huge,
+	       "hblks %zu hblkhd %zu", m2.hblks, m2.hblkhd);
+	CHECKF(m2.uordblks < m1.uordblks + huge, "uordblks %zu", m2.uordblks);
+	struct mallinfo m = mallinfo_int();
+	CHECK(m.hblks == (int)m2.hblks && (size_t)m.hblkhd == m2.hblkhd);
+	CHECK((size_t)m.uordblks >= (size_t)N * SIZE);
+	free(h);
+
+	for (int i = 0; i < N; i++)
+		free(blocks[i]);
+	tl_trim();
+	struct mallinfo2 m3 = mallinfo2();
+	CHECKF(m3.uordblks + (size_t)N * SIZE <= m2.uordblks,
+	       "uordblks after free %zu", m3.uordblks);
+	CHECK(m3.hblks == m1.hblks);
+
+	/* Above INT_MAX: mallinfo saturates (if the OS lends 3 GiB). */
+	void *big = malloc((size_t)3 << 30);
+	if (big != NULL) {
+		struct mallinfo2 b2 = mallinfo2();
+		struct mallinfo b = mallinfo_int();
+		CHECK(b2.hblkhd >= ((size_t)3 << 30));
+		CHECKF(b.hblkhd == INT_MAX, "hblkhd %d", b.hblkhd);
+		free(big);
+	}
+}
+
+static void malloc_info_broken(void)
+{
+	void *p = malloc(1000);
+	CHECK(p != NULL);
+	FILE *f = tmpfile();
+	CHECK(f != NULL);
+	CHECK(malloc_info(0, f) == 0);
+	static char text[64 << 10];
+	rewind(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	CHECKF(strncmp(text, "<malloc version=\"1\">\n", 21) == 0, "%s", text);
+	CHECKF(n > 9 && strcmp(text + n - 10, "</malloc>\n") == 0, "%s", text);
+	CHECK(strstr(text, "<heap nr=\"0\">") && strstr(text, "</heap>"));
+	const char *whole = strstr(text, "</heap>");
+	const char *current = "<system type=\"current\" size=\"";
+	const char *at = strstr(whole, current);
+	CHECKF(at != NULL, "%s", text);
+	uint64_t held = strtoull(at + strlen(current), NULL, 10);
+	CHECKF(held >= malloc_usable_size(p), "%s", text);
+
+	f = tmpfile();
+	CHECK(f != NULL);
+	CHECK(malloc_info(1, f) == EINVAL);
+	CHECK(ftell(f) == 0);
+	fclose(f);
+	free(p);
+}
+
+/* stderr of the child holds `label = number` with number >= least. */
+static void expect_figure(const char *err, const char *label, uint64_t least)
+{
+	const char *at = strstr(err, label);
+	CHECKF(at != NULL, "no %s in: %s", label, err);
+	at = strchr(at, '=');
+	CHECKF(at != NULL, "no value of %s in: %s", label, err);
+	uint64_t v = strtoull(at + 1, NULL, 10);
+	CHECKF(v >= least, "%s %" PRIu64 " < %" PRIu64, label, v, least);
+}
+
+static void malloc_stats_child(void)
+{
+	for (int i = 0; i < N; i++)
+		blocks[i] = malloc(SIZE);
+	malloc_stats();
+}
+
+static void malloc_stats_silent(void)
+{
+	char err[4096];
+	int st = run_child("malloc_stats_silent", NULL, err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	CHECKF(strncmp(err, "Arena 0:\n", 9) == 0, "stderr: %s", err);
+	expect_figure(err, "system bytes", (uint64_t)N * SIZE);
+	expect_figure(err, "in use bytes", (uint64_t)N * SIZE);
+	CHECK(strstr(err, "Total (incl. mmap):\n") != NULL);
+	expect_figure(err, "max mmap regions", 1);
+	expect_figure(err, "max mmap bytes", 1);
+}
+
+/* Exits with blocks of two classes live: the statistics print at exit. */
+static void show_stats_child(void)
+{
+	for (int i = 0; i < 100; i++)
+		blocks[i] = malloc(i < 10 ? 5000 : 48);
+}
+
+/* The start of the table row of a class: size, pages (stats.c's widths). */
+static bool has_row(const char *table, unsigned size, const char *pages)
+{
+	char row[64];
+	snprintf(row, sizeof(row), "\n  %10u%8s", size, pages);
+	return strstr(table, row) != NULL;
+}
+
+static void show_stats_silent(void)
+{
+	char err[8192], line[64];
+	int st = run_child("show_stats_silent", "TLMALLOC_SHOW_STATS=1", err,
+			   sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	snprintf(line, sizeof(line), "tlmalloc %s statistics\n", tl_version());
+	CHECKF(strstr(err, line) != NULL, "stderr: %s", err);
+	const char *labels[] = { "held:", "live:", "purged:", "threads:",
+				 "pool lock:", "size class" };
+	for (size_t i = 0; i < TEST_COUNT(labels); i++)
+		CHECKF(strstr(err, labels[i]) != NULL, "no %s in: %s",
+		       labels[i], err);
+	/* The table: a row for each class used, none for the others. */
+	const char *table = strstr(err, "size class");
+	CHECK(table != NULL);
+	CHECKF(has_row(table, 48, "1"), "%s", table);
+	CHECKF(has_row(table, 5120, "1"), "%s", table);
+	CHECKF(!has_row(table, 98304, ""), "%s", table);
+
+	st = run_child("show_stats_silent", NULL, err, sizeof(err));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECKF(err[0] == '\0', "printed without the option: %s", err);
+}
+
+static const struct test_case cases[] = {
+	{ "live_not_counted", live_not_counted },
+	{ "version_ignored", version_ignored },
+	{ "json_malformed", json_malformed },
+	{ "mallinfo2_wrong", mallinfo2_wrong },
+	{ "malloc_info_broken", malloc_info_broken },
+	{ "malloc_stats_silent", malloc_stats_silent },
+	{ "show_stats_silent", show_stats_silent },
+};
+
+static const struct test_case children[] = {
+	{ "malloc_stats_silent", malloc_stats_child },
+	{ "show_stats_silent", show_stats_child },
+};
+
+int main(int argc, char **argv)
+{
+	self_path = argv[0];
+	if (argc > 2 && strcmp(argv[2], "child") == 0)
+		return run_tests(children, TEST_COUNT(children), 2, argv);
+	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+}
