@@ -15,7 +15,7 @@
 # and skipped: the experiments list that allocator as missing.
 set -u
 
-TOOLS="cmake ninja-build gcc g++ python3 strace valgrind musl-tools"
+TOOLS="cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools"
 PEERS="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"
 
 want_tools=1
