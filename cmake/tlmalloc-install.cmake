@@ -11,11 +11,12 @@ include(CMakePackageConfigHelpers)
 set(TL_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tlmalloc)
 set(TL_GENERATED_DIR ${PROJECT_BINARY_DIR}/install-generated)
 
-# tl_install_generated(TEMPLATE OUTPUT [VAR VALUE]...): at install time,
-# configure TEMPLATE into OUTPUT with the paths of the prefix installed to
-# (cmake --install --prefix DIR; see install-paths.cmake), so the paths
-# written in it are right.  Each VALUE may use those paths (\${TL_FULL_LIBDIR}).
-function(tl_install_generated template output)
+# tl_install_generated(TEMPLATE OUTPUT COMPONENT [VAR VALUE]...): when
+# COMPONENT is installed, configure TEMPLATE into OUTPUT with the paths of
+# the prefix installed to (cmake --install --prefix DIR; see
+# install-paths.cmake), so the paths written in it are right.  Each VALUE may use those paths, escaped
+# ("\${TL_FULL_LIBDIR}/...").
+function(tl_install_generated template output component)
   set(extra "")
   while(ARGN)
     list(POP_FRONT ARGN var value)
@@ -26,7 +27,8 @@ function(tl_install_generated template output)
   set(TL_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
   set(TL_VERSION \"${PROJECT_VERSION}\")
   include(\"${PROJECT_SOURCE_DIR}/cmake/install-paths.cmake\")
-${extra}  configure_file(\"${template}\" \"${output}\" @ONLY)")
+${extra}  configure_file(\"${template}\" \"${output}\" @ONLY)"
+    COMPONENT ${component})
 endfunction()
 
 # Libraries and headers (not include/tlmalloc/: internal).
@@ -60,7 +62,7 @@ install(FILES
 
 # pkg-config.
 tl_install_generated(${PROJECT_SOURCE_DIR}/cmake/tlmalloc.pc.in
-  ${TL_GENERATED_DIR}/tlmalloc.pc)
+  ${TL_GENERATED_DIR}/tlmalloc.pc devel)
 install(FILES ${TL_GENERATED_DIR}/tlmalloc.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)
 
