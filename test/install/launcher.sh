@@ -68,6 +68,7 @@ status "no command" 2 "^tlmalloc: no COMMAND given"
 status "only options" 2 "^tlmalloc: no COMMAND given" --stats
 status "unknown option" 2 "^tlmalloc: unknown option '--bogus'" --bogus true
 status "--library without a path" 2 "needs a PATH" --library
+status "--library= without a path" 2 "needs a PATH" --library= true
 status "missing library" 1 "^tlmalloc: no library at '/nonexistent/x.so'" \
 	--library /nonexistent/x.so true
 status "missing command" 127 "command not found: no-such-command-tlmalloc" \
