@@ -58,6 +58,17 @@ TL_API TL_MALLOC_ATTR void *tl_pvalloc(size_t size);
 TL_API size_t tl_usable_size(const void *ptr);
 
 /*
+ * Options (docs/options.md lists them; TLMALLOC_<NAME> in the environment
+ * sets them at start-up): 0 on success, EINVAL for an unknown name, a value
+ * out of range, or a NULL value pointer.
+ */
+TL_API int tl_option_get(const char *name, long *value);
+TL_API int tl_option_set(const char *name, long value);
+
+/* Print tlmalloc's statistics to stderr (also at exit with show_stats). */
+TL_API void tl_stats_print(void);
+
+/*
  * Give free memory back to the OS now instead of after the purge delay.
  * Returns 1 if memory was released, else 0 (malloc_trim's convention).
  */

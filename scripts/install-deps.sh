@@ -13,10 +13,12 @@
 #
 # A peer allocator package that the distribution does not have is reported
 # and skipped: the experiments list that allocator as missing.
+# TLMALLOC_TOOLS / TLMALLOC_PEERS replace the package lists (other names on
+# another release).
 set -u
 
-TOOLS="cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools"
-PEERS="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools"}
+PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1
 want_peers=1

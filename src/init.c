@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tlmalloc.h"
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
@@ -69,6 +71,9 @@ void tl_process_init(void)
 	if (!tl_u32_cas_strong_acquire(&init_state, &state, INIT_RUNNING))
 		return;
 	tl_os_page_size();
+	tl_options_init();
+	if (tl_option(TL_OPT_show_stats))
+		atexit(tl_stats_print);
 	pthread_key_create(&heap_key, thread_exit);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	tl_u32_store_release(&init_state, INIT_DONE);
@@ -91,7 +96,8 @@ static void *purger_main(void *arg)
 	for (;;) {
 		while (tl_pool_purge_pending()) {
 			uint32_t zero = 0;
-			tl_os_futex_wait_ms(&zero, 0, tl_purge_delay_ms);
+			tl_os_futex_wait_ms(&zero, 0,
+					    (uint64_t)tl_option(TL_OPT_purge_delay) + 1);
 			tl_pool_purge(false);
 		}
 		tl_u32_store_release(&purger_running, 0);

@@ -1,8 +1,10 @@
 /*
  * large.c - blocks above TL_MEDIUM_MAX (or above 64 KiB alignment): each is
- * a huge segment of its own, mapped from the OS and unmapped on free.
- * realloc grows or shrinks one in place with mremap when the address space
- * after it is free, so a growing buffer is not copied each time.
+ * a huge segment of its own.  A freed one goes to the pool's cache for a
+ * while (see pool.c) and a large malloc of a size it fits reuses it; the
+ * others are mapped from the OS and unmapped on free.  realloc grows or
+ * shrinks one in place with mremap when the address space after it is
+ * free, so a growing buffer is not copied each time.
  */
 #include <errno.h>
 
@@ -11,7 +13,14 @@
 
 void *tl_large_alloc(size_t size, size_t alignment)
 {
-	tl_segment *seg = tl_segment_create_huge(size, alignment);
+	tl_segment *seg = NULL;
+	if (alignment <= TL_SEGMENT_HEADER)
+		seg = tl_pool_take_huge(size);
+	if (seg != NULL) {
+		seg->slices[0].dirty = 1;	/* reused: calloc clears it */
+		return seg->slices[0].start;
+	}
+	seg = tl_segment_create_huge(size, alignment);
 	if (seg == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -22,13 +31,14 @@ void *tl_large_alloc(size_t size, size_t alignment)
 
 void tl_large_free(tl_segment *seg)
 {
-	tl_segment_destroy(seg);
+	if (!tl_pool_cache_huge(seg))
+		tl_segment_destroy(seg);
 }
 
 bool tl_large_is_fresh(const void *p)
 {
 	const tl_page *page = tl_page_of(tl_segment_of(p), p);
-	/* Each huge block is a fresh mapping, zero until written. */
+	/* A fresh mapping is zero until written; a reused one is dirty. */
 	return page->kind == TL_PAGE_HUGE && !page->dirty;
 }
 

@@ -23,6 +23,7 @@ static inline void cpu_relax(void)
 
 void tl_lock_acquire_contended(tl_lock *lock)
 {
+	tl_u64_add_relaxed(&lock->waited, 1);
 	for (int i = 0; i < TL_LOCK_SPINS; i++) {
 		uint32_t expected = 0;
 		if (tl_u32_load_relaxed(&lock->state) == 0 &&

@@ -10,11 +10,13 @@
 #include <linux/futex.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 size_t tl_os_page_size(void)
@@ -34,9 +36,31 @@ static void *map_raw(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void report_map_failure(size_t size)
+{
+	if (!tl_option(TL_OPT_verbose))
+		return;
+	char buf[80] = "tlmalloc: the OS refused a mapping of ";
+	size_t n = strlen(buf);
+	char digits[24];
+	size_t d = 0;
+	do {
+		digits[d++] = (char)('0' + size % 10);
+		size /= 10;
+	} while (size != 0);
+	while (d > 0)
+		buf[n++] = digits[--d];
+	memcpy(buf + n, " bytes\n", 7);
+	tl_os_write_stderr(buf, n + 7);
+}
+
 void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset)
 {
 	int saved = errno;
+	if (tl_unlikely(tl_option_fault_map_now())) {
+		report_map_failure(size);
+		return NULL;
+	}
 	if (alignment < TL_SEGMENT_SIZE)
 		alignment = TL_SEGMENT_SIZE;
 	tl_assert(offset % TL_SEGMENT_SIZE == 0);
@@ -54,6 +78,7 @@ void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset)
 	}
 	uint8_t *raw = map_raw(total);
 	if (raw == NULL) {
+		report_map_failure(total);
 		p = NULL;
 		goto out;
 	}

@@ -51,14 +51,20 @@ bool tl_page_extend(tl_page *page)
 	return true;
 }
 
-/* Put a list in front of free; returns its length. */
+/*
+ * Put a list in front of free; returns its length.  A page never has more
+ * free blocks than it carved: a longer list loops, which only a double
+ * free makes, and is reported instead of walked forever.
+ */
 static uint32_t splice_into_free(tl_page *page, tl_block *list)
 {
 	uint32_t n = 1;
 	tl_block *last = list;
 	while (last->next != NULL) {
 		last = last->next;
-		n++;
+		if (tl_unlikely(++n > page->capacity))
+			tl_fatal("free", list, "a page's free list loops "
+					       "(double free)");
 	}
 	last->next = page->free;
 	page->free = list;

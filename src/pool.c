@@ -12,13 +12,23 @@
  * pool call that finds the earliest purge_at passed purges what is due; in a
  * program with threads a purger thread also does it while it is idle.  A
  * segment whose pages are all free and due is unmapped whole.
+ *
+ * Huge segments: a freed one (up to TL_HUGE_CACHE_SEGMENT bytes, at most
+ * TL_HUGE_CACHE_COUNT and TL_HUGE_CACHE_BYTES in all) is kept until the
+ * purge delay runs out, for a large malloc of a size it fits to reuse: no
+ * mmap, munmap or page faults for a program that allocates and frees
+ * large buffers in a loop.
  */
 #include <stdint.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
+#define TL_HUGE_CACHE_SEGMENT ((size_t)64 << 20)
+#define TL_HUGE_CACHE_BYTES ((size_t)128 << 20)
+#define TL_HUGE_CACHE_COUNT 16
 
 static struct tl_pool {
 	tl_lock lock;
@@ -30,15 +40,20 @@ static struct tl_pool {
 	size_t heap_area_left;
 	size_t mapped;			/* bytes mapped for segments */
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
+	tl_segment *huge_cache;		/* freed huge segments, newest first */
+	size_t huge_cached;		/* their bytes */
+	uint32_t huge_count;
 	uint32_t heaps_live;
 	uint32_t heaps_made;			/* heap structs carved */
+	uint64_t threads_seen;			/* heaps handed out */
+	uint64_t purged;			/* bytes madvised, in all */
+	uint64_t unmapped;			/* segments unmapped by purges */
 	bool threaded;			/* a second heap was ever made */
 } pool = {
 	.lock = TL_LOCK_INIT,
 	.next_purge_ms = UINT64_MAX,
 };
 
-uint64_t tl_purge_delay_ms = 100;
 
 static size_t page_area_size(const tl_page *page)
 {
@@ -146,7 +161,7 @@ void tl_pool_give_page(tl_page *page)
 	page->in_pool = 1;
 	seg->used_pages--;
 	if (page->dirty) {
-		page->purge_at_ms = now + tl_purge_delay_ms;
+		page->purge_at_ms = now + (uint64_t)tl_option(TL_OPT_purge_delay);
 		if (page->purge_at_ms < pool.next_purge_ms)
 			pool.next_purge_ms = page->purge_at_ms;
 		tl_list_push_front(&pool.free_pages[page->kind], page);
@@ -160,6 +175,101 @@ void tl_pool_give_page(tl_page *page)
 		tl_pool_purge(false);
 	else if (wake)
 		tl_purger_wake();
+}
+
+static void note_purge_at_locked(uint64_t when)
+{
+	if (when < pool.next_purge_ms)
+		pool.next_purge_ms = when;
+}
+
+bool tl_pool_cache_huge(tl_segment *seg)
+{
+	tl_page *page = &seg->slices[0];
+	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
+	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
+		return false;
+	uint64_t until = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
+	bool wake;
+	tl_lock_acquire(&pool.lock);
+	if (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
+	    pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
+		tl_lock_release(&pool.lock);
+		return false;
+	}
+	/* No block lives here now: a free of the old pointer is caught. */
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+	seg->used_pages = 0;
+	seg->cached_until_ms = until;
+	seg->cache_next = pool.huge_cache;
+	pool.huge_cache = seg;
+	pool.huge_cached += seg->map_size;
+	pool.huge_count++;
+	note_purge_at_locked(until);
+	wake = pool.threaded;
+	tl_lock_release(&pool.lock);
+	if (wake)
+		tl_purger_wake();
+	return true;
+}
+
+/* Unlink seg from the cache; prev is the one before it, or NULL. */
+static void uncache_locked(tl_segment *prev, tl_segment *seg)
+{
+	if (prev != NULL)
+		prev->cache_next = seg->cache_next;
+	else
+		pool.huge_cache = seg->cache_next;
+	seg->cache_next = NULL;
+	pool.huge_cached -= seg->map_size;
+	pool.huge_count--;
+}
+
+tl_segment *tl_pool_take_huge(size_t size)
+{
+	size_t want = TL_SEGMENT_HEADER + size;
+	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
+	if (size > TL_HUGE_CACHE_SEGMENT)
+		return NULL;
+	tl_lock_acquire(&pool.lock);
+	for (tl_segment *seg = pool.huge_cache; seg != NULL;
+	     prev = seg, seg = seg->cache_next) {
+		/* Fits, and wastes at most half of it. */
+		if (seg->map_size < want || seg->map_size / 2 > want)
+			continue;
+		if (best == NULL || seg->map_size < best->map_size) {
+			best = seg;
+			best_prev = prev;
+		}
+	}
+	if (best != NULL) {
+		uncache_locked(best_prev, best);
+		best->used_pages = 1;
+		tl_uptr_store_relaxed(&best->slices[0].owner, TL_OWNER_HUGE);
+	}
+	tl_lock_release(&pool.lock);
+	return best;
+}
+
+/* Cached huge segments that are due move to the unmap list. */
+static tl_segment *expire_huge_locked(uint64_t now, bool force,
+				      tl_segment *unmap, uint64_t *earliest)
+{
+	tl_segment *prev = NULL, *next;
+	for (tl_segment *seg = pool.huge_cache; seg != NULL; seg = next) {
+		next = seg->cache_next;
+		if (!force && seg->cached_until_ms > now) {
+			if (seg->cached_until_ms < *earliest)
+				*earliest = seg->cached_until_ms;
+			prev = seg;
+			continue;
+		}
+		uncache_locked(prev, seg);
+		unregister_locked(seg);
+		seg->next = unmap;
+		unmap = seg;
+	}
+	return unmap;
 }
 
 void tl_pool_abandon_page(tl_page *page)
@@ -192,6 +302,8 @@ tl_heap *tl_pool_heap_alloc(void)
 	}
 	if (heap != NULL && ++pool.heaps_live >= 2)
 		pool.threaded = true;
+	if (heap != NULL)
+		pool.threads_seen++;
 	tl_lock_release(&pool.lock);
 	return heap;
 }
@@ -251,6 +363,7 @@ bool tl_pool_purge(bool force)
 		unmap = seg;
 	}
 	uint64_t earliest = UINT64_MAX;
+	unmap = expire_huge_locked(now, force, unmap, &earliest);
 	for (int kind = 0; kind < 2; kind++) {
 		tl_page *pnext;
 		for (tl_page *page = pool.free_pages[kind].first; page != NULL;
@@ -274,9 +387,16 @@ bool tl_pool_purge(bool force)
 	tl_lock_release(&pool.lock);
 
 	bool released = unmap != NULL || todo != NULL;
+	size_t unmapped = 0;
 	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
 		next = seg->next;
 		tl_segment_unmap(seg);
+		unmapped++;
+	}
+	if (unmapped != 0) {
+		tl_lock_acquire(&pool.lock);
+		pool.unmapped += unmapped;
+		tl_lock_release(&pool.lock);
 	}
 	for (tl_page *page = todo; page != NULL; page = page->next)
 		tl_os_purge(page->start, page_area_size(page));
@@ -286,6 +406,7 @@ bool tl_pool_purge(bool force)
 	tl_page *pnext;
 	for (tl_page *page = todo; page != NULL; page = pnext) {
 		pnext = page->next;
+		pool.purged += page_area_size(page);
 		page->dirty = 0;
 		page->in_pool = 1;
 		tl_segment_of(page->start)->used_pages--;
@@ -318,8 +439,9 @@ static void stats_walk_locked(struct tl_pool_stats *out)
 	for (const tl_segment *seg = pool.segments; seg != NULL;
 	     seg = seg->next) {
 		if (seg->kind == TL_PAGE_HUGE) {
-			out->held += seg->map_size;
-			out->live += seg->map_size;
+			out->held += seg->map_size;	/* cached: not live */
+			if (seg->used_pages != 0)
+				out->live += seg->map_size;
 			continue;
 		}
 		out->held += header;
@@ -350,6 +472,14 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	*out = (struct tl_pool_stats){ 0 };
 	tl_lock_acquire(&pool.lock);
 	out->mapped = pool.mapped;
+	out->purged = pool.purged;
+	out->segments_unmapped = pool.unmapped;
+	out->threads_seen = pool.threads_seen;
+	out->threads_live = pool.heaps_live;
+	out->lock_acquired = pool.lock.acquired;
+	out->lock_waited = tl_u64_load_relaxed(&pool.lock.waited);
+	for (const tl_segment *seg = pool.segments; seg != NULL; seg = seg->next)
+		out->segments++;
 	out->held = pool.heaps_made * sizeof(tl_heap);
 	stats_walk_locked(out);
 	tl_lock_release(&pool.lock);

@@ -15,14 +15,13 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 
 from . import allocators as alloc_mod
 from . import machine, plots, report, results, workloads
 from .parse import parse_strace, strace_summary
-from .runner import judge, run_measured
+from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, interleave
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -95,11 +94,15 @@ def parse_args(argv):
 
 
 def tlmalloc_version():
+    """MAJOR.MINOR.PATCH from include/tlmalloc.h, with git describe."""
     version = ""
     try:
         with open(os.path.join(REPO, "include", "tlmalloc.h")) as handle:
-            found = re.search(r'TLMALLOC_VERSION\s+"([^"]+)"', handle.read())
-            version = found.group(1) if found else ""
+            text = handle.read()
+        parts = [re.search(r"#define\s+TLMALLOC_VERSION_%s\s+(\d+)" % part,
+                           text) for part in ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            version = ".".join(p.group(1) for p in parts)
     except OSError:
         pass
     described = machine.run_text(["git", "-C", REPO, "describe", "--always",
@@ -142,7 +145,11 @@ def plan(chosen_workloads, allocs, args):
 
 
 def run_record(cell, rep, argv, env, timeout):
-    measured = run_measured(argv, env, timeout)
+    try:
+        measured = run_measured(argv, env, timeout)
+    except OSError as err:
+        measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "",
+                            "could not start: %s" % err)
     ok, reason, parsed = judge(measured)
     run = {"workload": cell.workload, "point": cell.point,
            "allocator": cell.allocator, "rep": rep, "ok": ok,
@@ -181,8 +188,12 @@ def run_all(jobs, args, progress):
 
 
 def strace_one(cell, argv, env, out_file, timeout):
-    strace_argv = ["strace", "-c", "-f", "-o", out_file] + list(argv)
-    measured = run_measured(strace_argv, env, timeout)
+    # -E gives the settings (LD_PRELOAD) to the traced program, not strace
+    settings = [arg for item in sorted(env.items())
+                for arg in ("-E", "%s=%s" % item)]
+    strace_argv = ["strace", "-c", "-f", "-o", out_file] + settings + \
+        list(argv)
+    measured = run_measured(strace_argv, {}, timeout)
     ok, reason, _ = judge(measured)
     row = {"workload": cell.workload, "allocator": cell.allocator, "ok": ok,
            "reason": reason, "file": os.path.basename(out_file),
@@ -305,6 +316,7 @@ def main(argv=None):
         strace = run_strace(jobs, chosen, args, run_dir, progress)
     data = {
         "command": recorded_command(argv),
+        "repo": REPO,
         "mode": "full" if args.full else "quick",
         "reps": args.reps,
         "slow": args.slow,
@@ -321,6 +333,10 @@ def main(argv=None):
     }
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)
+    if not data["plots"]["available"]:
+        progress.note("no plots: %s" % data["plots"]["note"])
+    if not strace["available"]:
+        progress.note("no strace table: %s" % strace["note"])
     failed = sum(1 for r in runs if not r["ok"])
     progress.note("%d runs, %d failed; report: %s" % (
         len(runs), failed, os.path.join(run_dir, "report.md")))

@@ -82,18 +82,64 @@ def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
     ax.grid(axis="y", alpha=0.3)
 
 
+def legend_below(fig, ax):
+    """One legend for the figure, in a row under the panels."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(handles, labels, loc="lower center", fontsize=8,
+               ncol=min(len(labels), 5), frameon=False)
+
+
+def metric_scale(key, unit):
+    """(factor, unit) for showing a metric: memory in MiB."""
+    if key.endswith("_kb") or unit in ("kB", "KiB"):
+        return 1 / 1024, "MiB"
+    if key.endswith("_bytes") or unit == "B":
+        return 1 / 2**20, "MiB"
+    return 1.0, unit
+
+
+def metric_panel(ax, cells, workload, allocs, order):
+    """The workload's own metrics (one point): x = metric, bar = allocator."""
+    keys = workload["metric_order"]
+    point = workload["points"][0]
+    width = 0.8 / max(1, len(allocs))
+    units = set()
+    for i, alloc in enumerate(allocs):
+        cell = cells.get((workload["name"], point, alloc))
+        xs, heights = [], []
+        for j, key in enumerate(keys):
+            if cell is None or cell.failed or cell.value(key) is None:
+                continue
+            factor, unit = metric_scale(key, cell.units.get(key, ""))
+            units.add(unit)
+            xs.append(j + (i - (len(allocs) - 1) / 2) * width)
+            heights.append(cell.value(key) * factor)
+        ax.bar(xs, heights, width, color=colour_of(alloc, order))
+    ax.set_xlim(-0.5, len(keys) - 0.5)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(keys, fontsize=7)
+    ax.set_ylabel("median (%s)" % ", ".join(sorted(u for u in units if u)))
+    ax.grid(axis="y", alpha=0.3)
+
+
 def bar_chart(plt, cells, workload, order):
     allocs = allocs_in(cells, workload["name"], order)
     if not allocs:
         return None
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    with_metrics = bool(workload.get("metric_order")) and \
+        len(workload["points"]) == 1
+    if with_metrics:
+        fig, (left, right, third) = plt.subplots(1, 3, figsize=(15, 4.5))
+        metric_panel(third, cells, workload, allocs, order)
+    else:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     bar_panel(left, cells, workload, allocs, order, "wall", 1.0,
               "wall time (s, median)")
     bar_panel(right, cells, workload, allocs, order, "maxrss_kb", 1 / 1024,
               "peak RSS (MiB, median)")
-    left.legend(fontsize=7, ncol=2)
     fig.suptitle("%s (%s)" % (workload["title"], workload["name"]))
-    fig.tight_layout()
+    legend_below(fig, left)
     return fig
 
 
@@ -139,9 +185,8 @@ def scaling_chart(plt, cells, workload, order):
         ax.set_xticks([1, 2, 4, 8])
         ax.set_xticklabels(["1", "2", "4", "8"])
         ax.grid(alpha=0.3)
-    left.legend(fontsize=7)
     fig.suptitle("Thread scaling: time and data size against threads")
-    fig.tight_layout()
+    legend_below(fig, left)
     return fig
 
 

@@ -18,11 +18,6 @@ def higher_is_better(measure):
     return measure.endswith("per_sec") or measure.startswith("ops")
 
 
-def is_memory(measure, unit):
-    return measure == "maxrss_kb" or measure.endswith("_kb") or unit == "B" \
-        or measure.endswith("_bytes")
-
-
 def to_display(measure, unit, value):
     """(value, unit) as shown: memory in MiB."""
     if measure == "maxrss_kb" or measure.endswith("_kb") or unit in ("kB",
@@ -54,9 +49,10 @@ def measure_name(measure, unit):
 
 
 def best_values(values, higher):
-    """The best among values (None entries ignored), or None."""
+    """The best among values (None entries ignored), or None when fewer
+    than two values or all equal: then no cell is better than another."""
     present = [v for v in values if v is not None]
-    if len(present) < 2:
+    if len(present) < 2 or min(present) == max(present):
         return None
     return max(present) if higher else min(present)
 
@@ -196,14 +192,19 @@ def standing_row(cells, workload, point, order):
     if cell is None:
         return None
     if cell.failed:
-        return "| %s | %s | FAILED | | | |" % (workload["name"], point)
+        return "| %s | %s | FAILED | | | | |" % (workload["name"], point)
     names = [a for a, _ in ranked]
     glibc = dict(ranked).get(BASELINE)
     vs_glibc = "%.2fx" % (cell.wall / glibc) if glibc else "–"
+    base = cells.get((workload["name"], point, BASELINE))
+    rss = "–"
+    if base is not None and not base.failed and base.maxrss_kb:
+        rss = "%.2fx" % (cell.maxrss_kb / base.maxrss_kb)
     best, best_wall = ranked[0]
-    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) |" % (
+    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s |" % (
         workload["name"], point, fmt_num(cell.wall), vs_glibc,
-        names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall))
+        names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall),
+        rss)
 
 
 def standing_section(data, cells):
@@ -221,9 +222,11 @@ def standing_section(data, cells):
         return lines + ["tlmalloc was not run%s." % (": " + note if note
                                                      else "")]
     lines += ["Median wall time; rank among the allocators that ran the "
-              "point without failing (1 = fastest).", "",
-              "| workload | point | tlmalloc | vs glibc | rank | fastest |",
-              "|---|---|---|---|---|---|"]
+              "point without failing (1 = fastest); peak RSS as a ratio to "
+              "glibc's.", "",
+              "| workload | point | tlmalloc | vs glibc | rank | fastest | "
+              "peak RSS vs glibc |",
+              "|---|---|---|---|---|---|---|"]
     return lines + rows
 
 
@@ -292,12 +295,17 @@ def allocator_section(data):
     lines = ["", "## Allocators", "",
              "| allocator | status | library | package | version | note |",
              "|---|---|---|---|---|---|"]
+    repo = data.get("repo", "")
     for alloc in data["allocators"]:
         status = "found" if alloc["found"] else "**missing**"
+        path = alloc.get("path") or "–"
+        if repo and path.startswith(repo + "/"):
+            path = path[len(repo) + 1:]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            alloc["name"], status, alloc.get("path") or "–",
+            alloc["name"], status, path,
             alloc.get("package") or "–", alloc.get("version") or "–",
-            alloc.get("note", "")))
+            alloc.get("note", "").replace(repo + "/", "") if repo
+            else alloc.get("note", "")))
     missing = [a["name"] for a in data["allocators"] if not a["found"]]
     if missing:
         lines += ["", "Missing: %s." % ", ".join(missing)]
@@ -325,6 +333,8 @@ def header_section(data):
     if data.get("slow"):
         lines.append("- %s: a cell whose first run took over %g s ran only "
                      "once" % (ONCE_MARK, data["slow"]))
+    if data.get("interrupted"):
+        lines.append("- **interrupted**: these are partial results")
     if not plots.get("available", True):
         lines.append("- plots: none (%s)" % plots.get("note", ""))
     missing = [a["name"] for a in data["allocators"] if not a["found"]]

@@ -11,20 +11,14 @@ import sys
 import time
 from dataclasses import dataclass
 
+from .stats import median
+
 
 @dataclass(frozen=True)
 class Cell:
     workload: str
     point: str
     allocator: str
-
-
-@dataclass(frozen=True)
-class Job:
-    rep: int            # 0-based repetition
-    cell: Cell
-    argv: tuple
-    env: tuple          # (key, value) pairs added to the environment
 
 
 def group_cells(jobs_by_cell):
@@ -60,9 +54,10 @@ def format_duration(seconds):
 class Estimator:
     """Guesses how long the runs left will take from the runs done.
 
-    A cell's guess is the mean of its own runs; failing that, of its
-    workload point's runs (other allocators); failing that, of all runs;
-    failing that, `default` seconds.
+    A cell's guess is the mean of its own runs; failing that, the median
+    of its workload point's runs (other allocators); failing that, the
+    median of all runs; failing that, `default` seconds.  Medians, so one
+    very slow allocator does not inflate the guess for every other cell.
     """
 
     def __init__(self, default=1.0):
@@ -77,11 +72,13 @@ class Estimator:
         self.all.append(seconds)
 
     def guess(self, cell):
-        for samples in (self.by_cell.get(cell),
-                        self.by_point.get((cell.workload, cell.point)),
+        own = self.by_cell.get(cell)
+        if own:
+            return sum(own) / len(own)
+        for samples in (self.by_point.get((cell.workload, cell.point)),
                         self.all):
             if samples:
-                return sum(samples) / len(samples)
+                return median(samples)
         return self.default
 
     def remaining(self, cells):

@@ -187,10 +187,21 @@ struct tl_pool_stats {
 	size_t mapped;		/* bytes of address space mapped */
 	size_t held;		/* of those, touched and not given back */
 	size_t live;		/* bytes of blocks handed out */
+	uint64_t purged;	/* bytes given back with madvise, in all */
+	uint64_t segments;	/* segments mapped now */
+	uint64_t segments_unmapped;	/* by purges, in all */
+	uint64_t threads_seen;	/* thread heaps handed out */
+	uint64_t threads_live;
+	uint64_t lock_acquired;	/* the pool lock */
+	uint64_t lock_waited;
 };
 /* A formatted page of class cls owned by heap (adopted or fresh). */
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
+/* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
+bool tl_pool_cache_huge(tl_segment *seg);
+/* A cached huge segment whose block holds size bytes, or NULL. */
+tl_segment *tl_pool_take_huge(size_t size);
 void tl_pool_abandon_page(tl_page *page);
 tl_heap *tl_pool_heap_alloc(void);
 void tl_pool_heap_free(tl_heap *heap);
@@ -200,8 +211,6 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
 /* Purge free pages whose delay ran out (all of them if force). */
 bool tl_pool_purge(bool force);
 bool tl_pool_purge_pending(void);
-/* Milliseconds a free page stays resident before it is purged. */
-extern uint64_t tl_purge_delay_ms;
 void tl_pool_stats_get(struct tl_pool_stats *out);
 void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);

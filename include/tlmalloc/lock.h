@@ -11,9 +11,11 @@
 
 typedef struct tl_lock {
 	tl_atomic_u32 state;
+	uint64_t acquired;	/* under the lock: times taken */
+	tl_atomic_u64 waited;	/* times a taker had to spin or sleep */
 } tl_lock;
 
-#define TL_LOCK_INIT { TL_ATOMIC_INIT(0) }
+#define TL_LOCK_INIT { TL_ATOMIC_INIT(0), 0, TL_ATOMIC_INIT(0) }
 
 void tl_lock_acquire_contended(tl_lock *lock);
 void tl_lock_wake(tl_lock *lock);
@@ -24,6 +26,7 @@ static inline void tl_lock_acquire(tl_lock *lock)
 	if (__builtin_expect(!tl_u32_cas_strong_acquire(&lock->state,
 							&expected, 1), 0))
 		tl_lock_acquire_contended(lock);
+	lock->acquired++;
 }
 
 static inline void tl_lock_release(tl_lock *lock)

@@ -148,6 +148,9 @@ struct tl_segment {
 	uint32_t page_shift;
 	struct tl_segment *next;	/* pool lock: list of all segments */
 	struct tl_segment *prev;
+	/* pool lock: a freed huge segment kept for reuse until then */
+	struct tl_segment *cache_next;
+	uint64_t cached_until_ms;
 };
 
 /* A list of pages (class queue, full list, pool lists). */

@@ -107,6 +107,12 @@ def test_bold_marks_the_best_memory_too():
     assert "**2.00** (0.50x)" in rss_row      # tlmalloc 2048 KiB
 
 
+def test_no_bold_when_all_equal():
+    rows = table_rows(build_report(synthetic()), "(`prodcons`)")
+    rss_row = next(r for r in rows if "peak RSS" in r)
+    assert "**" not in rss_row
+
+
 def test_scaling_table_has_lock_and_data_size():
     rows = table_rows(build_report(synthetic()), "(`scaling`)")
     assert "tlmalloc-lock" in rows[0]
@@ -125,6 +131,13 @@ def test_missing_and_failed_are_listed():
     assert failed.count("killed by signal SIGSEGV") == 2
     assert "exit status 1" in failed          # the failed strace run
     assert "plots: none (matplotlib is not installed)" in text
+    assert "interrupted" not in text
+
+
+def test_interrupted_run_says_so():
+    data = synthetic()
+    data["interrupted"] = True
+    assert "**interrupted**: these are partial results" in build_report(data)
 
 
 def test_strace_table():
@@ -139,7 +152,7 @@ def test_standing_of_tlmalloc():
     text = build_report(synthetic())
     section = text.split("## Where tlmalloc stands", 1)[1].split("\n## ")[0]
     assert re.search(r"\| loop \| 32 threads \| 0.400 s \| 0.20x \| 1 of 3 \|"
-                     r" tlmalloc", section)
+                     r" tlmalloc \(0.400 s\) \| 0.50x \|", section)
     assert re.search(r"\| prodcons \| 16 pairs \| 0.800 s \| 0.80x \| "
                      r"1 of 3 \|", section)
 
@@ -176,3 +189,24 @@ def test_classic_not_measured_without_tcmalloc():
     text = build_report(data)
     assert "| not measured |" in text
     assert "4 of the 4 observations that could be measured" in text
+
+
+def test_plots_skipped_without_matplotlib(tmp_path, monkeypatch):
+    from bench.harness import plots
+    monkeypatch.setattr(plots, "load_matplotlib", lambda: None)
+    result = plots.make_plots(synthetic(), str(tmp_path))
+    assert not result["available"] and "matplotlib" in result["note"]
+    assert result["files"] == {}
+
+
+def test_plots_drawn_from_synthetic_results(tmp_path):
+    import pytest
+    pytest.importorskip("matplotlib")
+    from bench.harness import plots
+    result = plots.make_plots(synthetic(), str(tmp_path))
+    assert result["available"]
+    assert sorted(result["files"]) == ["loop", "prodcons", "scaling"]
+    for files in result["files"].values():
+        assert {f.rsplit(".", 1)[1] for f in files} == {"png", "svg"}
+        for rel in files:
+            assert (tmp_path / rel).stat().st_size > 1000

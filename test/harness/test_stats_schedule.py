@@ -85,9 +85,11 @@ def test_estimator_falls_back():
     est.record(a, 4.0)
     assert est.guess(a) == 3.0          # its own runs
     assert est.guess(b) == 3.0          # same point, other allocator
+    est.record(Cell("w", "p", "c"), 30.0)
+    assert est.guess(b) == 4.0          # median of the point's runs
     est.record(Cell("x", "r", "z"), 9.0)
-    assert est.guess(other) == 5.0      # mean of everything
-    assert est.remaining([a, b, other]) == 11.0
+    assert est.guess(other) == 6.5      # median of everything
+    assert est.remaining([a, b, other]) == 13.5
 
 
 def test_progress_line_says_what_and_how_long():

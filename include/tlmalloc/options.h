@@ -1,0 +1,52 @@
+/*
+ * options.h - every tunable of tlmalloc, declared once.
+ *
+ * TL_OPTIONS lists them: name, default, least and greatest value, and the
+ * text docs/options.md is generated from (test/unit/options_doc.c prints
+ * it; the test suite fails when the committed page differs).  Each is read
+ * from the environment variable TLMALLOC_<NAME> at start-up, without
+ * allocating, and can be read and set with tl_option_get/tl_option_set.
+ * A value that is not a whole number in range prints a warning and keeps
+ * the default.
+ */
+#ifndef TLMALLOC_OPTIONS_H
+#define TLMALLOC_OPTIONS_H
+
+#include "tlmalloc/atomic.h"
+
+#define TL_OPTIONS(X)                                                        \
+	X(verbose, 0, 0, 1,                                                  \
+	  "1: print diagnostics to stderr (a bad option value is always "   \
+	  "reported; with this, also every OS mapping that fails).")         \
+	X(show_stats, 0, 0, 1,                                               \
+	  "1: print the statistics (tl_stats_print) to stderr at exit.")     \
+	X(purge_delay, 100, 0, 3600000,                                      \
+	  "Milliseconds a free page stays resident before it is given back " \
+	  "to the OS with madvise (0: at once).")                            \
+	X(fault_map, 0, 0, 1000000000,                                       \
+	  "Fault injection for tests: the Nth OS mapping from now on fails " \
+	  "as if the OS refused it (0: off).  Counts down; set it again to " \
+	  "fail another.")
+
+enum tl_option_id {
+#define TL_OPTION_ENUM(name, def, min, max, doc) TL_OPT_##name,
+	TL_OPTIONS(TL_OPTION_ENUM)
+#undef TL_OPTION_ENUM
+	TL_OPT_COUNT
+};
+
+/* Option values, read on hot-ish paths with a relaxed load. */
+extern tl_atomic_u64 tl_option_values[TL_OPT_COUNT];
+
+static inline long tl_option(enum tl_option_id id)
+{
+	return (long)tl_u64_load_relaxed(&tl_option_values[id]);
+}
+
+/* Read TLMALLOC_* from the environment (idempotent, allocates nothing). */
+void tl_options_init(void);
+
+/* Fault injection: true if this OS mapping must fail (counts down). */
+bool tl_option_fault_map_now(void);
+
+#endif /* TLMALLOC_OPTIONS_H */

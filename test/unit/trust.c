@@ -1,0 +1,307 @@
+/*
+ * trust.c - options, out-of-memory, and misuse reported clearly.
+ *
+ * Each case is named after the failure it catches:
+ *   option_get_set_broken      tl_option_get/tl_option_set round trip, range
+ *                              checks and unknown names
+ *   bad_option_value_silent    TLMALLOC_PURGE_DELAY=abc must print one
+ *                              warning naming it and keep the default
+ *   fault_injection_crashes    with the fault_map option the Nth mapping
+ *                              fails: malloc returns NULL with ENOMEM, and
+ *                              the heap works again afterwards
+ *   rlimit_oom_crashes         under RLIMIT_AS: every failing call returns
+ *                              NULL with ENOMEM, the blocks obtained are
+ *                              usable, and after freeing, allocation works
+ *   foreign_realloc_silent     realloc/malloc_usable_size/free of pointers
+ *   foreign_usable_size_silent tlmalloc never returned: one line on stderr
+ *   foreign_free_silent        naming the call and the pointer, then abort
+ *   double_free_hangs          a block freed twice makes its page's free
+ *                              list loop: counting it must report a double
+ *                              free, not walk forever or hand it out twice
+ * The death cases run the misuse in a child process (this program, exec'd
+ * with the case name and "child") and check its signal and stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlmalloc.h"
+#include "check.h"
+
+static char *self_path;
+
+/* Run this program as `self CASE child` with extra environment entries;
+ * returns the wait status, with stdout and stderr captured. */
+static int run_child(const char *name, const char *env, char *out,
+		     size_t out_size, char *err, size_t err_size)
+{
+	int po[2], pe[2];
+	CHECK(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		if (env != NULL)
+			putenv((char *)env);
+		execl(self_path, self_path, name, "child", (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	size_t no = 0, ne = 0;
+	ssize_t r;
+	while ((r = read(po[0], out + no, out_size - 1 - no)) > 0)
+		no += (size_t)r;
+	while ((r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
+		ne += (size_t)r;
+	out[no] = '\0';
+	err[ne] = '\0';
+	close(po[0]);
+	close(pe[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
+static void option_get_set_broken(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("purge_delay", &v) == 0);
+	CHECKF(v == 100, "default purge_delay %ld", v);
+	CHECK(tl_option_set("purge_delay", 250) == 0);
+	CHECK(tl_option_get("purge_delay", &v) == 0 && v == 250);
+	CHECK(tl_option_set("purge_delay", -1) == EINVAL);
+	CHECK(tl_option_set("purge_delay", 3600001) == EINVAL);
+	CHECK(tl_option_get("purge_delay", &v) == 0 && v == 250);
+	CHECK(tl_option_set("no_such_option", 1) == EINVAL);
+	CHECK(tl_option_get("no_such_option", &v) == EINVAL);
+	CHECK(tl_option_get("verbose", NULL) == EINVAL);
+	CHECK(tl_option_get(NULL, &v) == EINVAL);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
+static void print_purge_delay(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("purge_delay", &v) == 0);
+	printf("purge_delay=%ld\n", v);
+	fflush(stdout);
+}
+
+static void bad_option_value_silent(void)
+{
+	char out[256], err[1024];
+	int st = run_child("bad_option_value_silent",
+			   "TLMALLOC_PURGE_DELAY=abc", out, sizeof(out), err,
+			   sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	CHECKF(strstr(out, "purge_delay=100\n") != NULL, "child said: %s", out);
+	CHECKF(strstr(err, "tlmalloc: TLMALLOC_PURGE_DELAY=abc: not a whole "
+			   "number in range; keeping the default\n") != NULL,
+	       "stderr: %s", err);
+
+	st = run_child("bad_option_value_silent", "TLMALLOC_PURGE_DELAY=250",
+		       out, sizeof(out), err, sizeof(err));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECKF(strstr(out, "purge_delay=250\n") != NULL, "child said: %s", out);
+	CHECKF(err[0] == '\0', "a good value warned: %s", err);
+}
+
+static void fault_injection_crashes(void)
+{
+	/* A huge block is a mapping of its own: the first to fail. */
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	errno = 0;
+	void *p = malloc(8 << 20);
+	CHECKF(p == NULL && errno == ENOMEM, "p %p errno %d", p, errno);
+	long left = -1;
+	CHECK(tl_option_get("fault_map", &left) == 0 && left == 0);
+	p = malloc(8 << 20);
+	CHECK(p != NULL);
+	memset(p, 1, 8 << 20);
+	free(p);
+
+	/* The first medium block needs a new segment: fail that one. */
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	errno = 0;
+	p = malloc(20000);
+	CHECKF(p == NULL && errno == ENOMEM, "p %p errno %d", p, errno);
+	p = malloc(20000);
+	CHECK(p != NULL);
+	memset(p, 2, 20000);
+	free(p);
+
+	/* calloc, realloc and the aligned family report it the same way. */
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	errno = 0;
+	CHECK(calloc(1, 16 << 20) == NULL && errno == ENOMEM);
+	char *q = malloc(100);
+	CHECK(q != NULL);
+	memset(q, 7, 100);
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	errno = 0;
+	CHECK(realloc(q, 32 << 20) == NULL && errno == ENOMEM);
+	CHECK(q[0] == 7 && q[99] == 7);	/* the old block is intact */
+	free(q);
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	void *a = NULL;
+	CHECK(posix_memalign(&a, 8 << 20, 100) == ENOMEM && a == NULL);
+	CHECK(tl_option_set("fault_map", 0) == 0);
+}
+
+static void rlimit_oom_crashes(void)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 512u << 20, 512u << 20 };
+		CHECK(setrlimit(RLIMIT_AS, &rl) == 0);
+		enum { MAX = 4096 };
+		static char *blocks[MAX];
+		size_t n = 0, failures = 0;
+		for (size_t i = 0; i < MAX && failures < 8; i++) {
+			size_t size = (i % 2) ? (1u << 20) : 3000;
+			errno = 0;
+			char *p = malloc(size);
+			if (p == NULL) {
+				CHECKF(errno == ENOMEM, "errno %d", errno);
+				failures++;
+				continue;
+			}
+			p[0] = 1;
+			p[size - 1] = 2;
+			blocks[n++] = p;
+		}
+		CHECKF(failures > 0, "512 MiB never ran out (%zu blocks)", n);
+		for (size_t i = 0; i < n; i += 2)
+			free(blocks[i]);
+		for (size_t i = 1; i < n; i += 2)
+			free(blocks[i]);
+		tl_trim();
+		char *p = malloc(64 << 20);
+		CHECK(p != NULL);
+		memset(p, 3, 64 << 20);
+		free(p);
+		for (int i = 0; i < 1000; i++) {
+			void *s = malloc(100);
+			CHECK(s != NULL);
+			free(s);
+		}
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+}
+
+static void expect_abort(const char *name, const char *message)
+{
+	char out[256], err[1024];
+	int st = run_child(name, NULL, out, sizeof(out), err, sizeof(err));
+	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	       "status %d, stderr: %s", st, err);
+	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
+	CHECKF(strstr(err, "(0x") != NULL, "no pointer in: %s", err);
+}
+
+static void foreign_realloc_child(void)
+{
+	char on_stack[64];
+	void *p = realloc(on_stack + 8, 100);
+	printf("realloc returned %p\n", p);
+}
+
+static void foreign_usable_size_child(void)
+{
+	char on_stack[64];
+	printf("usable %zu\n", malloc_usable_size(on_stack));
+}
+
+/* A pointer into memory mapped by someone else, on a segment boundary's
+ * page: what tlmalloc would read there is not its own. */
+static void foreign_free_child(void)
+{
+	size_t seg = (size_t)4 << 20;
+	char *m = mmap(NULL, 3 * seg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	char *inside = (char *)(((uintptr_t)m + seg) & ~(uintptr_t)(seg - 1));
+	free(inside + 4096);
+}
+
+/* Fill two pages of one class, free a block of the first (full) page
+ * twice, then make tlmalloc count that page's frees. */
+static void double_free_child(void)
+{
+	enum { N = 8192 };
+	static void *b[N];
+	for (int i = 0; i < N; i++)
+		b[i] = malloc(48);
+	free(b[10]);
+	free(b[10]);
+	tl_trim();
+	printf("not detected\n");
+}
+
+static void double_free_hangs(void)
+{
+	alarm(60);
+	expect_abort("double_free_hangs", "double free");
+	alarm(0);
+}
+
+static void foreign_realloc_silent(void)
+{
+	expect_abort("foreign_realloc_silent",
+		     "tlmalloc: realloc(0x");
+	expect_abort("foreign_realloc_silent", "not allocated by tlmalloc");
+}
+
+static void foreign_usable_size_silent(void)
+{
+	expect_abort("foreign_usable_size_silent",
+		     "tlmalloc: malloc_usable_size(0x");
+}
+
+static void foreign_free_silent(void)
+{
+	expect_abort("foreign_free_silent", "tlmalloc: free(0x");
+}
+
+static const struct test_case cases[] = {
+	{ "option_get_set_broken", option_get_set_broken },
+	{ "bad_option_value_silent", bad_option_value_silent },
+	{ "fault_injection_crashes", fault_injection_crashes },
+	{ "rlimit_oom_crashes", rlimit_oom_crashes },
+	{ "foreign_realloc_silent", foreign_realloc_silent },
+	{ "foreign_usable_size_silent", foreign_usable_size_silent },
+	{ "foreign_free_silent", foreign_free_silent },
+	{ "double_free_hangs", double_free_hangs },
+};
+
+static const struct test_case children[] = {
+	{ "bad_option_value_silent", print_purge_delay },
+	{ "foreign_realloc_silent", foreign_realloc_child },
+	{ "foreign_usable_size_silent", foreign_usable_size_child },
+	{ "foreign_free_silent", foreign_free_child },
+	{ "double_free_hangs", double_free_child },
+};
+
+int main(int argc, char **argv)
+{
+	self_path = argv[0];
+	if (argc > 2 && strcmp(argv[2], "child") == 0)
+		return run_tests(children, TEST_COUNT(children), 2, argv);
+	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+}
