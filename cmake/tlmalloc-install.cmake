@@ -66,22 +66,23 @@ tl_install_generated(${PROJECT_SOURCE_DIR}/cmake/tlmalloc.pc.in
 install(FILES ${TL_GENERATED_DIR}/tlmalloc.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)
 
-# Manual pages; man tl_malloc (and every other name of tlmalloc(3)) finds
-# tlmalloc(3) through a one-line .so page.
+# Manual pages.  Every function of the public headers gets a one-line
+# page that points at tlmalloc(3), so man tl_malloc finds it.
 install(FILES ${PROJECT_SOURCE_DIR}/man/tlmalloc.1
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
-set(TL_MAN3_NAMES tlmalloc
-  tl_malloc tl_calloc tl_realloc tl_reallocarray tl_free tl_free_sized
-  tl_free_aligned_sized tl_aligned_alloc tl_posix_memalign tl_memalign
-  tl_valloc tl_pvalloc tl_usable_size tl_trim tl_version
-  ts_malloc_lock ts_free_lock ts_malloc_nolock ts_free_nolock
-  get_data_segment_size get_data_segment_free_space_size)
 set(TL_MAN3_FILES ${PROJECT_SOURCE_DIR}/man/tlmalloc.3)
-foreach(name IN LISTS TL_MAN3_NAMES)
-  if(NOT name STREQUAL "tlmalloc")
-    file(WRITE ${TL_GENERATED_DIR}/man3/${name}.3 ".so man3/tlmalloc.3\n")
-    list(APPEND TL_MAN3_FILES ${TL_GENERATED_DIR}/man3/${name}.3)
-  endif()
+foreach(header tlmalloc.h ts_malloc.h)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/include/${header} declarations
+    REGEX "^TL_API .*\\(")
+  foreach(declaration IN LISTS declarations)
+    string(REGEX MATCH "([A-Za-z0-9_]+)\\(" name "${declaration}")
+    set(page ${TL_GENERATED_DIR}/man3/${CMAKE_MATCH_1}.3)
+    file(WRITE ${page} ".so man3/tlmalloc.3\n")
+    list(APPEND TL_MAN3_FILES ${page})
+  endforeach()
 endforeach()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/include/tlmalloc.h
+  ${PROJECT_SOURCE_DIR}/include/ts_malloc.h)
 install(FILES ${TL_MAN3_FILES}
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT devel)

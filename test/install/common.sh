@@ -3,7 +3,8 @@
 # ctest passes everything through the environment (test/install/
 # CMakeLists.txt): TL_PREFIX (the temporary prefix), TL_LIBDIR,
 # TL_INCLUDEDIR, TL_BINDIR, TL_MANDIR (relative, GNUInstallDirs),
-# TL_VERSION, TL_SOVERSION, TL_EXAMPLES (the examples/ folder), the tools
+# TL_VERSION, TL_SOVERSION, TL_EXAMPLES (the examples/ folder),
+# TL_SOURCE_DIR (the source tree), the tools
 # TL_CMAKE, TL_GENERATOR, TL_MAKE_PROGRAM, TL_CC, TL_CXX, TL_PKG_CONFIG,
 # TL_MAKE (the last two may be empty), and the build tree's TL_BUILD_DIR,
 # TL_BUILD_LIBRARY and TL_BUILD_LAUNCHER.

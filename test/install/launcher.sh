@@ -51,6 +51,13 @@ same "--stats --verbose" \
 same "-s -v" "$(env -u TLMALLOC_SHOW_STATS -u TLMALLOC_VERBOSE "$TL" -s -v sh -c "$show")" \
 	"1 1"
 
+# The library reads TLMALLOC_SHOW_STATS: statistics at exit (true exits
+# through exit(3) with its stderr open).
+contains "--stats: statistics at exit" "$("$TL" --stats true 2>&1)" \
+	"^tlmalloc $(re "$TL_VERSION") statistics\$"
+same "no statistics without --stats" \
+	"$(env -u TLMALLOC_SHOW_STATS "$TL" true 2>&1)" ""
+
 "$TL" sh -c 'exit 7'
 same "exit status of the command" "$?" 7
 

@@ -70,6 +70,24 @@ else
 	echo "note: no readelf; sonames not checked"
 fi
 
+# tlmalloc(3) has every function of the installed headers, each with its
+# own page name, and every option the library declares.
+man3=$(cat "$TL_PREFIX/$TL_MANDIR/man3/tlmalloc.3")
+functions=$(sed -n 's/^TL_API .*[ *]\([A-Za-z0-9_]*\)(.*/\1/p' \
+	"$TL_PREFIX/$TL_INCLUDEDIR/tlmalloc.h" "$TL_PREFIX/$TL_INCLUDEDIR/ts_malloc.h")
+[ "$(printf '%s\n' "$functions" | wc -l)" -ge 20 ] ||
+	fail "too few functions found in the headers: $functions"
+for f in $functions; do
+	contains "tlmalloc(3) declares $f" "$man3" "^\.BI? .*[ *]$f\("
+	[ -f "$TL_PREFIX/$TL_MANDIR/man3/$f.3" ] || fail "no page man3/$f.3"
+done
+options=$(sed -n 's/^[[:space:]]*X(\([a-z_]*\),.*/\1/p' \
+	"$TL_SOURCE_DIR/include/tlmalloc/options.h" | tr a-z A-Z)
+[ -n "$options" ] || fail "no option found in include/tlmalloc/options.h"
+for o in $options; do
+	contains "tlmalloc(3) documents TLMALLOC_$o" "$man3" "^\.B TLMALLOC_$o\$"
+done
+
 # The manual pages render without warnings.
 if command -v groff >/dev/null 2>&1; then
 	for page in man1/tlmalloc.1 man3/tlmalloc.3; do
