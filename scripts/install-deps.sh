@@ -17,7 +17,7 @@
 # another release).
 set -u
 
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ python3 strace valgrind musl-tools"}
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

@@ -86,7 +86,7 @@ void *tl_realloc_impl(void *p, size_t size)
 	}
 	size_t usable = tl_block_usable(p);
 	if (usable > TL_MEDIUM_MAX) {
-		void *q = tl_large_resize_in_place(p, size);
+		void *q = tl_large_resize(p, size);
 		if (q != NULL)
 			return q;
 	} else if (size <= usable && size >= usable / 2) {

@@ -3,8 +3,9 @@
  * a huge segment of its own.  A freed one goes to the pool's cache for a
  * while (see pool.c) and a large malloc of a size it fits reuses it; the
  * others are mapped from the OS and unmapped on free.  realloc grows or
- * shrinks one in place with mremap when the address space after it is
- * free, so a growing buffer is not copied each time.
+ * shrinks one with mremap, in place when the address space after it is
+ * free and else by moving its pages to a new segment-aligned place: a
+ * growing buffer is never copied.
  */
 #include <errno.h>
 
@@ -42,7 +43,7 @@ bool tl_large_is_fresh(const void *p)
 	return page->kind == TL_PAGE_HUGE && !page->dirty;
 }
 
-void *tl_large_resize_in_place(void *p, size_t size)
+void *tl_large_resize(void *p, size_t size)
 {
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
@@ -54,8 +55,24 @@ void *tl_large_resize_in_place(void *p, size_t size)
 		return NULL;
 	size_t ps = tl_os_page_size();
 	size_t map_size = (offset + size + ps - 1) & ~(ps - 1);
-	if (!tl_os_remap_in_place(seg, seg->map_size, map_size))
+	if (tl_os_remap_in_place(seg, seg->map_size, map_size)) {
+		tl_pool_segment_resized(seg, map_size);
+		return p;
+	}
+	/* Grow by moving the pages: no copy.  The segment leaves the pool's
+	 * books while it moves (nobody else touches a block being
+	 * reallocated) and comes back at its new address. */
+	if (map_size < seg->map_size)
 		return NULL;
-	tl_pool_segment_resized(seg, map_size);
-	return p;
+	size_t old_size = seg->map_size;
+	tl_segment_forget(seg);
+	tl_segment *moved = tl_os_remap_moved(seg, old_size, map_size);
+	if (moved == NULL) {
+		tl_segment_remember(seg);
+		return NULL;
+	}
+	moved->map_size = map_size;
+	moved->slices[0].start = (uint8_t *)moved + offset;
+	tl_segment_remember(moved);
+	return moved->slices[0].start;
 }

@@ -117,6 +117,43 @@ bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size)
 	return p == addr;
 }
 
+void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size)
+{
+	int saved = errno;
+	void *result = NULL;
+	if (tl_unlikely(tl_option_fault_map_now())) {
+		report_map_failure(new_size);
+		goto out;
+	}
+	/* Reserve aligned address space, then move the pages over it. */
+	size_t total = new_size + TL_SEGMENT_SIZE;
+	if (total < new_size)
+		goto out;
+	uint8_t *raw = mmap(NULL, total, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED) {
+		report_map_failure(total);
+		goto out;
+	}
+	uint8_t *to = (uint8_t *)(((uintptr_t)raw + TL_SEGMENT_SIZE - 1) &
+				  ~(uintptr_t)TL_SEGMENT_MASK);
+	void *moved = mremap(addr, old_size, new_size,
+			     MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	if (moved != to) {
+		munmap(raw, total);
+		goto out;
+	}
+	if (to > raw)
+		munmap(raw, (size_t)(to - raw));
+	size_t tail = (size_t)(raw + total - (to + new_size));
+	if (tail > 0)
+		munmap(to + new_size, tail);
+	result = to;
+out:
+	errno = saved;
+	return result;
+}
+
 uint64_t tl_os_now_ms(void)
 {
 	struct timespec ts;

@@ -138,6 +138,18 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 	return seg;
 }
 
+void tl_segment_forget(tl_segment *seg)
+{
+	tl_pool_unregister_segment(seg);
+	map_set(seg, false);
+}
+
+void tl_segment_remember(tl_segment *seg)
+{
+	map_set(seg, true);
+	tl_pool_register_segment(seg);
+}
+
 void tl_segment_unmap(tl_segment *seg)
 {
 	map_set(seg, false);

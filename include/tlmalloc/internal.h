@@ -177,6 +177,9 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment);
 void tl_segment_destroy(tl_segment *seg);
 /* Unmap a segment the pool already dropped. */
 void tl_segment_unmap(tl_segment *seg);
+/* Take a huge segment off the books while it moves, and back after. */
+void tl_segment_forget(tl_segment *seg);
+void tl_segment_remember(tl_segment *seg);
 /* Whether p lies in a live segment of tlmalloc's. */
 bool tl_segment_is_ours(const void *p);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
@@ -249,8 +252,9 @@ void tl_ts_fork_child(void);
 /* ---- large blocks (large.c) ---- */
 void *tl_large_alloc(size_t size, size_t alignment);
 void tl_large_free(tl_segment *seg);
-/* Resize in place if possible; returns p or NULL. */
-void *tl_large_resize_in_place(void *p, size_t size);
+/* Resize a huge block without copying (in place, or its pages moved);
+ * returns the block's address, or NULL when realloc must copy. */
+void *tl_large_resize(void *p, size_t size);
 bool tl_large_is_fresh(const void *p);
 
 /* ---- allocation and free (alloc.c, free.c) ---- */

@@ -29,6 +29,13 @@ void tl_os_purge(void *addr, size_t size);
 /* Grow or shrink a mapping where it stands; false if it cannot. */
 bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size);
 
+/*
+ * Move a mapping, growing it, to a new place that is a multiple of
+ * TL_SEGMENT_SIZE: the pages move, their contents are not copied.  The new
+ * address, or NULL (the old mapping is then untouched).
+ */
+void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size);
+
 /* Monotonic clock in milliseconds. */
 uint64_t tl_os_now_ms(void);
 

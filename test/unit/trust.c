@@ -15,6 +15,9 @@
  *   foreign_realloc_silent     realloc/malloc_usable_size/free of pointers
  *   foreign_usable_size_silent tlmalloc never returned: one line on stderr
  *   foreign_free_silent        naming the call and the pointer, then abort
+ *   realloc_move_loses_contents  a huge block that cannot grow in place
+ *                              moves its pages: contents kept, neighbours
+ *                              untouched, still freeable and ours
  *   double_free_hangs          a block freed twice makes its page's free
  *                              list loop: counting it must report a double
  *                              free, not walk forever or hand it out twice
@@ -261,6 +264,34 @@ static void double_free_hangs(void)
 	alarm(0);
 }
 
+static void realloc_move_loses_contents(void)
+{
+	/* Many neighbours, so that most blocks cannot grow where they are. */
+	enum { N = 8 };
+	size_t small = 6 << 20, big = 40 << 20;
+	unsigned char *b[N];
+	for (int i = 0; i < N; i++) {
+		b[i] = malloc(small);
+		CHECK(b[i] != NULL);
+		pattern_fill(b[i], small, (uint64_t)i);
+	}
+	for (int i = 0; i < N; i += 2) {
+		unsigned char *q = realloc(b[i], big);
+		CHECK(q != NULL);
+		CHECK(((uintptr_t)q & 15) == 0);
+		CHECKF(pattern_find_damage(q, small, (uint64_t)i) == small,
+		       "block %d lost its contents", i);
+		CHECK(malloc_usable_size(q) >= big);
+		memset(q + small, 0x5a, big - small);
+		b[i] = q;
+	}
+	for (int i = 1; i < N; i += 2)
+		CHECKF(pattern_find_damage(b[i], small, (uint64_t)i) == small,
+		       "neighbour %d damaged", i);
+	for (int i = 0; i < N; i++)
+		free(b[i]);
+}
+
 static void foreign_realloc_silent(void)
 {
 	expect_abort("foreign_realloc_silent",
@@ -288,6 +319,7 @@ static const struct test_case cases[] = {
 	{ "foreign_usable_size_silent", foreign_usable_size_silent },
 	{ "foreign_free_silent", foreign_free_silent },
 	{ "double_free_hangs", double_free_hangs },
+	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 };
 
 static const struct test_case children[] = {
