@@ -202,7 +202,8 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	heap_set_direct(heap, page->size_class);
 }
 
-void tl_heap_release_cached(tl_heap *heap)
+/* Return every empty page the heap caches to the pool. */
+static void heap_release_cached(tl_heap *heap)
 {
 	tl_page *page;
 	while ((page = heap->empty.first) != NULL) {
@@ -257,7 +258,7 @@ void tl_heap_collect_all(tl_heap *heap, bool release)
 	}
 	heap_sweep(heap);
 	if (release)
-		tl_heap_release_cached(heap);
+		heap_release_cached(heap);
 }
 
 void tl_heap_destroy(tl_heap *heap)
@@ -273,7 +274,7 @@ void tl_heap_destroy(tl_heap *heap)
 		heap_release_list(&heap->queue[cls]);
 	}
 	heap_release_list(&heap->full);
-	tl_heap_release_cached(heap);
+	heap_release_cached(heap);
 	heap->pages_owned = 0;
 }
 

@@ -99,8 +99,6 @@ void tl_heap_destroy(tl_heap *heap);
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
 /* The owner freed into a page flagged full: back to its queue. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
-/* Return every empty page the heap caches to the pool. */
-void tl_heap_release_cached(tl_heap *heap);
 
 /* ---- size classes (sizeclass.c) ---- */
 extern const uint32_t tl_class_size[TL_CLASSES];
