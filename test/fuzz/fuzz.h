@@ -52,7 +52,7 @@ enum fz_probe_mode { FZ_FILL, FZ_VERIFY, FZ_ZERO };
 
 /*
  * Apply mode to the probe set of a len-byte block (every byte up to
- * 256 KiB; above, 4 KiB at each end and 8 bytes in every 4 KiB), clipped
+ * 256 KiB; above, 4 KiB at each end and 8 bytes in every 64 KiB), clipped
  * to [0, limit).  Returns the first offset that does not match, or
  * SIZE_MAX.
  */

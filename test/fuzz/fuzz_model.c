@@ -17,7 +17,7 @@
 
 #define FZ_FULL_MAX ((size_t)256 << 10)	/* blocks up to here: every byte */
 #define FZ_EDGE 4096			/* above: both ends ... */
-#define FZ_STRIDE 4096			/* ... and 8 bytes in every 4 KiB */
+#define FZ_STRIDE ((size_t)64 << 10)	/* ... and 8 bytes in every 64 KiB */
 
 struct fz_block fz_blocks[FZ_SLOTS];
 size_t fz_live_bytes;
