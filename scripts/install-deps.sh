@@ -17,7 +17,8 @@
 # another release).
 set -u
 
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools"}
+# clang (with its libFuzzer runtime, below) builds the fuzz harness.
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1
@@ -114,6 +115,30 @@ install_missing() {
 	return $rc
 }
 
+# libFuzzer's runtime (libclang_rt.fuzzer) for the installed clang: the
+# package libclang-rt-N-dev of clang N (Debian 12: clang 14).  Missing, the
+# fuzz tests are skipped, so it is a warning, not an error.
+install_fuzzer_runtime() {
+	local major pkg
+	if ! command -v clang >/dev/null 2>&1; then
+		say "WARNING: no clang; the fuzz tests will be skipped"
+		return 0
+	fi
+	major=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+	pkg=libclang-rt-$major-dev
+	if is_installed "$pkg"; then
+		say "tool $pkg: already installed"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install: $pkg"
+		return 0
+	fi
+	apt_update_once && apt_has "$pkg" && install_missing tool "$pkg" ||
+		say "WARNING: $pkg (libFuzzer for clang $major) not installed; the fuzz tests will be skipped"
+	return 0
+}
+
 install_matplotlib() {
 	if python3 -c 'import matplotlib' >/dev/null 2>&1; then
 		say "matplotlib: already importable by $(command -v python3)"
@@ -164,6 +189,7 @@ status=0
 if have_apt; then
 	if [ "$want_tools" -eq 1 ]; then
 		install_missing tool $TOOLS || status=1
+		install_fuzzer_runtime
 	fi
 	if [ "$want_peers" -eq 1 ]; then
 		install_missing peer $PEERS || status=1
