@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FZ_SLOTS 128			/* blocks the model tracks at once */
+#define FZ_SLOTS 1024			/* blocks the model tracks at once */
+#define FZ_HAND 256			/* slots single operations name */
 #define FZ_LIVE_CAP ((size_t)64 << 20)	/* most usable bytes live at once */
 #define FZ_MIN_ALIGN 16			/* every block tlmalloc returns */
 #define FZ_ERRNO_MARK 4242		/* errno before every call */

@@ -68,9 +68,10 @@ static uint32_t get24(struct reader *r)
 	return lo | (uint32_t)get8(r) << 16;
 }
 
+/* Single operations name the first FZ_HAND slots; bursts fill the rest. */
 static int get_slot(struct reader *r)
 {
-	return (int)(get8(r) % FZ_SLOTS);
+	return (int)(get8(r) % FZ_HAND);
 }
 
 /* ---- sizes: 0, tiny, every class boundary, medium, large, impossible ---- */
@@ -622,9 +623,69 @@ static void op_stats(void)
 	free(buf);
 }
 
+/*
+ * Many blocks of one size at once, into the burst slots (after FZ_HAND),
+ * round the ring from where the last burst stopped (freeing what is
+ * there): enough blocks of a class to fill its pages, so pages go full,
+ * come back, get swept and abandoned.
+ */
+static void op_burst_alloc(struct reader *r)
+{
+	static unsigned cursor;
+	unsigned n = 1 + get16(r) % (FZ_SLOTS - FZ_HAND);
+	bool zeroed = get8(r) & 1;
+	size_t size = pick_size(r);
+	enum expect e = size_expect(size);
+	fz_call = zeroed ? "tl_calloc (burst)" : "tl_malloc (burst)";
+	TRACE("step %u: %u x %s(%zu)\n", fz_step, n, fz_call, size);
+	for (unsigned i = 0; i < n && e != EXPECT_SKIP; i++) {
+		int slot = FZ_HAND + (int)(cursor++ % (FZ_SLOTS - FZ_HAND));
+		clear_slot(slot);
+		errno = FZ_ERRNO_MARK;
+		void *p = zeroed ? tl_calloc(1, size) : tl_malloc(size);
+		if (!outcome(p, errno, e, ENOMEM))
+			break;
+		if (zeroed)
+			fz_model_add_zeroed(slot, p, size, FZ_MIN_ALIGN, fz_call);
+		else
+			fz_model_add(slot, p, size, FZ_MIN_ALIGN, fz_call);
+		e = size_expect(size);
+	}
+}
+
+/*
+ * Free every stride-th live block of the burst slots, from phase: in this
+ * thread, or handed to the worker (which frees them while this thread
+ * goes on).
+ */
+static void op_burst_free(struct reader *r)
+{
+	unsigned stride = 1 + get8(r) % 8;
+	unsigned phase = get8(r) % stride;
+	unsigned mode = get8(r);
+	bool away = mode & 1;
+	fz_call = away ? "hand to worker (burst)" : "tl_free (burst)";
+	TRACE("step %u: %s every %u from %u\n", fz_step, fz_call, stride,
+	      phase);
+	for (int i = FZ_HAND + (int)phase; i < FZ_SLOTS; i += (int)stride) {
+		struct fz_block *b = &fz_blocks[i];
+		if (b->state != FZ_LIVE)
+			continue;
+		if (!away) {
+			free_block(i);
+			continue;
+		}
+		b->state = FZ_AWAY;
+		struct fz_job job = { .kind = FZ_JOB_FREE,
+				      .mode = (int)(mode >> 1 & 3), .slot = i,
+				      .block = *b };
+		fz_worker_submit(&job);
+	}
+}
+
 static void run_op(struct reader *r)
 {
-	unsigned op = get8(r) % 22;
+	unsigned op = get8(r) % 24;
 	switch (op) {
 	case 0: case 1: op_malloc(r); break;
 	case 2: op_calloc(r); break;
@@ -650,6 +711,8 @@ static void run_op(struct reader *r)
 			op_options(r);
 		}
 		break;
+	case 21: op_burst_alloc(r); break;
+	case 22: op_burst_free(r); break;
 	default: op_stats(); break;
 	}
 }

@@ -13,7 +13,8 @@ import sys
 MALLOC, CALLOC, REALLOC, REALLOCARRAY = 0, 2, 3, 5
 ALIGNED_ALLOC, POSIX_MEMALIGN, MEMALIGN, VALLOC, PVALLOC = 6, 7, 8, 9, 10
 FREE, FREE_SIZED, FREE_ALIGNED_SIZED, USABLE, TRIM = 11, 13, 14, 15, 16
-HANDOFF, WORKER_ALLOC, CONTROL, STATS = 17, 19, 20, 21
+HANDOFF, WORKER_ALLOC, CONTROL, BURST_ALLOC, BURST_FREE, STATS = \
+    17, 19, 20, 21, 22, 23
 
 
 def size_class(index, nudge=1):
@@ -99,6 +100,16 @@ def seeds():
                               [CONTROL, 1, 4, 2] + [MALLOC, 3] +
                               size_medium(100000) + [MALLOC, 4] +
                               size_big(11) + [STATS])
+    # fill pages of a few classes, free some here and some in the worker,
+    # let the worker exit with blocks live, then refill
+    prog = []
+    for cls in (20, 32, 40, 47):
+        prog += [BURST_ALLOC, 255, 1, 0] + size_class(cls)  # 512 blocks
+        prog += [BURST_FREE, 2, 0, 0, BURST_FREE, 3, 1, 1]
+    prog += [CONTROL, 0, BURST_ALLOC, 200, 0, 1] + size_class(12)
+    prog += [BURST_FREE, 0, 0, 3, CONTROL, 0, BURST_ALLOC, 255, 2, 0]
+    prog += size_class(12) + [TRIM, STATS]
+    out["bursts"] = prog
     return out
 
 
