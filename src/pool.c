@@ -237,7 +237,7 @@ static void uncache_locked(tl_segment *prev, tl_segment *seg)
 
 tl_segment *tl_pool_take_huge(size_t size)
 {
-	size_t want = TL_SEGMENT_HEADER + size;
+	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
 	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
 	if (size > TL_HUGE_CACHE_SEGMENT)
 		return NULL;

@@ -139,9 +139,11 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 {
 	size_t page = tl_os_page_size();
 	size_t offset = huge_offset(alignment);
-	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment)
+	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment -
+		   TL_HUGE_GUARD)
 		return NULL;
-	size_t map_size = (offset + size + page - 1) & ~(page - 1);
+	size_t map_size = ((offset + size + page - 1) & ~(page - 1)) +
+			  TL_HUGE_GUARD;
 	tl_segment *seg;
 	if (alignment > TL_SEGMENT_SIZE)
 		seg = tl_os_map_aligned(map_size, alignment, offset);
@@ -149,6 +151,12 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 		seg = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
 	if (seg == NULL)
 		return NULL;
+#if TL_SECURE
+	if (!tl_os_guard((uint8_t *)seg + map_size - page, page)) {
+		tl_os_unmap(seg, map_size);
+		return NULL;
+	}
+#endif
 	seg->map_size = map_size;
 	seg->kind = TL_PAGE_HUGE;
 	seg->page_shift = TL_SEGMENT_SHIFT;

@@ -135,6 +135,14 @@ bool tl_page_collect_head(tl_page *page);
 void tl_page_count_avail(tl_page *page);
 
 /* ---- segments (segment.c) ---- */
+/* Bytes at the end of a huge segment's mapping kept as a guard page. */
+#if TL_SECURE
+size_t tl_os_page_size(void);
+#define TL_HUGE_GUARD tl_os_page_size()
+#else
+#define TL_HUGE_GUARD ((size_t)0)
+#endif
+
 static inline tl_segment *tl_segment_of(const void *p)
 {
 	return (tl_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)TL_SEGMENT_MASK);
