@@ -199,7 +199,8 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
 	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
 		return false;
-	uint64_t until = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
+	uint64_t now = tl_os_now_ms();
+	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
 	bool wake;
 	tl_lock_acquire(&pool.lock);
 	if (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
@@ -216,9 +217,12 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	pool.huge_cached += seg->map_size;
 	pool.huge_count++;
 	note_purge_at_locked(until);
+	bool due = now >= pool.next_purge_ms;
 	wake = pool.threaded;
 	tl_lock_release(&pool.lock);
-	if (wake)
+	if (due)
+		tl_pool_purge(false);
+	else if (wake)
 		tl_purger_wake();
 	return true;
 }
