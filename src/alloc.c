@@ -57,7 +57,8 @@ size_t tl_block_usable(const void *p)
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	if (page->kind == TL_PAGE_HUGE)
-		return seg->map_size - (size_t)(page->start - (uint8_t *)seg);
+		return seg->map_size - TL_HUGE_GUARD -
+		       (size_t)(page->start - (uint8_t *)seg);
 	return page->block_size;
 }
 

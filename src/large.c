@@ -43,34 +43,68 @@ bool tl_large_is_fresh(const void *p)
 	return page->kind == TL_PAGE_HUGE && !page->dirty;
 }
 
+/*
+ * The secure build's guard page at the end of a huge segment: opened
+ * before a resize (mremap wants one mapping), closed at the new end after.
+ * Best effort once the block is resized: a refusal leaves no guard.
+ */
+static bool huge_unguard(tl_segment *seg)
+{
+#if TL_SECURE
+	return tl_os_unguard((uint8_t *)seg + seg->map_size - TL_HUGE_GUARD,
+			     TL_HUGE_GUARD);
+#else
+	(void)seg;
+	return true;
+#endif
+}
+
+static void huge_guard(tl_segment *seg, size_t map_size)
+{
+#if TL_SECURE
+	tl_os_guard((uint8_t *)seg + map_size - TL_HUGE_GUARD, TL_HUGE_GUARD);
+#else
+	(void)seg;
+	(void)map_size;
+#endif
+}
+
 void *tl_large_resize(void *p, size_t size)
 {
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	size_t offset = (size_t)(page->start - (uint8_t *)seg);
-	size_t usable = seg->map_size - offset;
+	size_t usable = seg->map_size - TL_HUGE_GUARD - offset;
 	if (size <= usable && size >= usable / 2)
 		return p;
 	if (size > PTRDIFF_MAX - offset)
 		return NULL;
 	size_t ps = tl_os_page_size();
-	size_t map_size = (offset + size + ps - 1) & ~(ps - 1);
+	size_t map_size = ((offset + size + ps - 1) & ~(ps - 1)) +
+			  TL_HUGE_GUARD;
+	if (!huge_unguard(seg))
+		return NULL;
 	if (tl_os_remap_in_place(seg, seg->map_size, map_size)) {
+		huge_guard(seg, map_size);
 		tl_pool_segment_resized(seg, map_size);
 		return p;
 	}
 	/* Grow by moving the pages: no copy.  The segment leaves the pool's
 	 * books while it moves (nobody else touches a block being
 	 * reallocated) and comes back at its new address. */
-	if (map_size < seg->map_size)
+	if (map_size < seg->map_size) {
+		huge_guard(seg, seg->map_size);
 		return NULL;
+	}
 	size_t old_size = seg->map_size;
 	tl_segment_forget(seg);
 	tl_segment *moved = tl_os_remap_moved(seg, old_size, map_size);
 	if (moved == NULL) {
 		tl_segment_remember(seg);
+		huge_guard(seg, old_size);
 		return NULL;
 	}
+	huge_guard(moved, map_size);
 	moved->map_size = map_size;
 	moved->slices[0].start = (uint8_t *)moved + offset;
 	tl_segment_remember(moved);

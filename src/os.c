@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,3 +203,50 @@ void tl_os_write_stderr(const char *msg, size_t len)
 	}
 	errno = saved;
 }
+
+#if TL_SECURE
+void tl_os_random(void *buf, size_t len)
+{
+	int saved = errno;
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (len > 0) {
+		/* No getrandom (old kernel, seccomp): time and an address. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+			     (uint64_t)(uintptr_t)&ts ^ (uint64_t)getpid() << 48;
+		while (len-- > 0) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			*p++ = (uint8_t)(x >> 24);
+		}
+	}
+	errno = saved;
+}
+
+bool tl_os_guard(void *addr, size_t size)
+{
+	int saved = errno;
+	int r = mprotect(addr, size, PROT_NONE);
+	errno = saved;
+	return r == 0;
+}
+
+bool tl_os_unguard(void *addr, size_t size)
+{
+	int saved = errno;
+	int r = mprotect(addr, size, PROT_READ | PROT_WRITE);
+	errno = saved;
+	return r == 0;
+}
+#endif

@@ -7,8 +7,15 @@
  * threads push with one CAS.  When free runs dry the owner takes the other
  * two.  Fresh blocks are carved at most a few KiB at a time, so a page
  * touches its memory only as it is used.  Owner only, except thread_free.
+ *
+ * Every link stored in a block goes through tl_link_encode/tl_link_decode
+ * (internal.h).  The secure build also gives each formatted page a new
+ * secret, carves fresh blocks in a random order and marks them free.
  */
 #include "tlmalloc/internal.h"
+#if TL_SECURE
+#include "tlmalloc/os.h"
+#endif
 
 /* Carve at most this many bytes of fresh blocks at a time. */
 #define TL_EXTEND_BYTES 4096
@@ -22,12 +29,96 @@ void tl_page_format(tl_page *page, unsigned cls)
 	page->size_class = (uint8_t)cls;
 	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);
+#if TL_SECURE
+	tl_secure_page_init(page, page->block_size);
+#endif
 	tl_page_set_capacity(page, 0);
 	tl_page_set_avail(page, 0);
 	page->free = NULL;
 	page->local_free = NULL;
 	tl_uptr_store_relaxed(&page->thread_free, 0);
 }
+
+#if TL_SECURE
+/* The per-process secret the page keys are drawn from (0: not yet). */
+static uintptr_t process_secret;
+
+/* splitmix64's finaliser: every input bit moves every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uintptr_t secret(void)
+{
+	uintptr_t s = __atomic_load_n(&process_secret, __ATOMIC_RELAXED);
+	if (tl_likely(s != 0))
+		return s;
+	tl_os_random(&s, sizeof(s));
+	s |= 1;
+	/* Two threads may race here: either value is as good. */
+	__atomic_store_n(&process_secret, s, __ATOMIC_RELAXED);
+	return s;
+}
+
+/* A page keeps its key while formatted; the next format chains a new one,
+ * so blocks freed under an old key do not carry a valid mark. */
+void tl_secure_page_init(tl_page *page, uint32_t bs)
+{
+	page->key = (uintptr_t)mix64(page->key ^ secret() ^ (uintptr_t)page);
+	page->div_magic = UINT64_MAX / bs + 1;
+}
+
+static uint64_t xorshift64(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+#define TL_EXTEND_MAX_BLOCKS (TL_EXTEND_BYTES / TL_MIN_ALIGN)
+
+/* Link n fresh blocks from first in a random order in front of free. */
+static void carve(tl_page *page, uint8_t *first, uint32_t n)
+{
+	uint16_t order[TL_EXTEND_MAX_BLOCKS];
+	uint64_t state = mix64(page->key + page->capacity) | 1;
+	size_t bs = page->block_size;
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = (uint16_t)i;
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(xorshift64(&state) % (i + 1));
+		uint16_t t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	tl_block *next = page->free;
+	for (uint32_t i = n; i-- > 0;) {
+		tl_block *b = (tl_block *)(first + order[i] * bs);
+		b->next = tl_link_encode(page, b, next);
+		b->mark = tl_free_mark(page, b);
+		next = b;
+	}
+	page->free = next;
+}
+#else
+/* Link n fresh blocks from first, in address order, in front of free. */
+static void carve(tl_page *page, uint8_t *first, uint32_t n)
+{
+	size_t bs = page->block_size;
+	uint8_t *p = first;
+	for (uint32_t i = 1; i < n; i++, p += bs)
+		((tl_block *)p)->next = (tl_block *)(p + bs);
+	((tl_block *)p)->next = page->free;
+	page->free = (tl_block *)first;
+}
+#endif
 
 bool tl_page_extend(tl_page *page)
 {
@@ -39,13 +130,7 @@ bool tl_page_extend(tl_page *page)
 		n = TL_EXTEND_MIN_BLOCKS;
 	if (n > left)
 		n = left;
-	size_t bs = page->block_size;
-	uint8_t *first = page->start + (size_t)page->capacity * bs;
-	uint8_t *p = first;
-	for (uint32_t i = 1; i < n; i++, p += bs)
-		((tl_block *)p)->next = (tl_block *)(p + bs);
-	((tl_block *)p)->next = page->free;
-	page->free = (tl_block *)first;
+	carve(page, page->start + (size_t)page->capacity * page->block_size, n);
 	tl_page_set_capacity(page, page->capacity + n);
 	tl_page_set_avail(page, page->avail + n);
 	return true;
@@ -59,14 +144,14 @@ bool tl_page_extend(tl_page *page)
 static uint32_t splice_into_free(tl_page *page, tl_block *list)
 {
 	uint32_t n = 1;
-	tl_block *last = list;
-	while (last->next != NULL) {
-		last = last->next;
+	tl_block *last = list, *next;
+	while ((next = tl_link_decode(page, last, last->next)) != NULL) {
+		last = next;
 		if (tl_unlikely(++n > page->capacity))
 			tl_fatal("free", list, "a page's free list loops "
 					       "(double free)");
 	}
-	last->next = page->free;
+	last->next = tl_link_encode(page, last, page->free);
 	page->free = list;
 	return n;
 }
@@ -98,15 +183,15 @@ bool tl_page_collect_head(tl_page *page)
 	return true;
 }
 
-static size_t list_length(const tl_block *b)
+static size_t list_length(const tl_page *page, const tl_block *b)
 {
 	size_t n = 0;
-	for (; b != NULL; b = b->next)
+	for (; b != NULL; b = tl_link_decode(page, b, b->next))
 		n++;
 	return n;
 }
 
 void tl_page_count_avail(tl_page *page)
 {
-	tl_page_set_avail(page, (uint32_t)list_length(page->free));
+	tl_page_set_avail(page, (uint32_t)list_length(page, page->free));
 }

@@ -199,7 +199,8 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
 	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
 		return false;
-	uint64_t until = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
+	uint64_t now = tl_os_now_ms();
+	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
 	bool wake;
 	tl_lock_acquire(&pool.lock);
 	if (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
@@ -216,9 +217,12 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	pool.huge_cached += seg->map_size;
 	pool.huge_count++;
 	note_purge_at_locked(until);
+	bool due = now >= pool.next_purge_ms;
 	wake = pool.threaded;
 	tl_lock_release(&pool.lock);
-	if (wake)
+	if (due)
+		tl_pool_purge(false);
+	else if (wake)
 		tl_purger_wake();
 	return true;
 }
@@ -237,7 +241,7 @@ static void uncache_locked(tl_segment *prev, tl_segment *seg)
 
 tl_segment *tl_pool_take_huge(size_t size)
 {
-	size_t want = TL_SEGMENT_HEADER + size;
+	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
 	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
 	if (size > TL_HUGE_CACHE_SEGMENT)
 		return NULL;
@@ -284,10 +288,46 @@ static tl_segment *expire_huge_locked(uint64_t now, bool force,
 
 void tl_pool_abandon_page(tl_page *page)
 {
+	uint64_t when = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
 	tl_lock_acquire(&pool.lock);
 	tl_list_push_back(&pool.abandoned[page->size_class], page);
+	/* Its blocks are often freed by other threads soon after: a purge
+	 * pass then finds the page empty and takes it back. */
+	note_purge_at_locked(when);
+	bool wake = pool.threaded;
 	tl_lock_release(&pool.lock);
+	if (wake)
+		tl_purger_wake();
+}
+
+/*
+ * Abandoned pages whose blocks other threads have all freed since come back
+ * to the pool as free, dirty pages, due now.  Nobody owns an abandoned page:
+ * under the pool lock its lists are ours to count (other threads only push
+ * on thread_free, atomically).
+ */
+static void reclaim_abandoned_locked(uint64_t now)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page *page, *next;
+		for (page = pool.abandoned[cls].first; page != NULL;
+		     page = next) {
+			next = page->next;
+			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+				continue;
+			tl_page_collect(page);
+			if (page->avail != page->capacity)
+				continue;
+			tl_list_remove(&pool.abandoned[cls], page);
+			tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+			page->dirty = 1;
+			page->purge_at_ms = now;
+			page->in_pool = 1;
+			tl_segment_of(page->start)->used_pages--;
+			tl_list_push_front(&pool.free_pages[page->kind], page);
+		}
+	}
 }
 
 tl_heap *tl_pool_heap_alloc(void)
@@ -363,6 +403,7 @@ bool tl_pool_purge(bool force)
 		tl_lock_release(&pool.lock);
 		return false;
 	}
+	reclaim_abandoned_locked(now);
 	tl_segment *next;
 	for (tl_segment *seg = pool.segments; seg != NULL; seg = next) {
 		next = seg->next;

@@ -13,6 +13,10 @@
  * segment starts are live: tl_segment_is_ours() answers whether a pointer is
  * tlmalloc's without touching the memory it points to.  Set before a segment
  * is handed out, cleared before it is unmapped.
+ *
+ * The secure build puts guard pages (no access) between the descriptors
+ * and the first page, over the last OS page of each segment (the last
+ * page's area ends before it), and after the block of a huge segment.
  */
 #include <string.h>
 
@@ -59,6 +63,10 @@ uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page, size_t *size)
 	size_t end = begin + ((size_t)1 << seg->page_shift);
 	if (begin < TL_SEGMENT_HEADER)
 		begin = TL_SEGMENT_HEADER;
+#if TL_SECURE
+	if (end == TL_SEGMENT_SIZE)
+		end -= tl_os_page_size();	/* the segment's guard page */
+#endif
 	*size = end > begin ? end - begin : 0;
 	return (uint8_t *)seg + begin;
 }
@@ -76,11 +84,30 @@ static void set_followers(tl_segment *seg)
 	}
 }
 
+#if TL_SECURE
+/* Guard the header's unused tail (up to the first page) and the
+ * segment's last OS page; false if the OS refuses. */
+static bool guard_segment(tl_segment *seg)
+{
+	size_t ps = tl_os_page_size();
+	size_t header = (sizeof(tl_segment) + ps - 1) & ~(ps - 1);
+	uint8_t *base = (uint8_t *)seg;
+	return tl_os_guard(base + header, TL_SEGMENT_HEADER - header) &&
+	       tl_os_guard(base + TL_SEGMENT_SIZE - ps, ps);
+}
+#endif
+
 tl_segment *tl_segment_create(enum tl_page_kind kind)
 {
 	tl_segment *seg = tl_os_map_aligned(TL_SEGMENT_SIZE, TL_SEGMENT_SIZE, 0);
 	if (seg == NULL)
 		return NULL;
+#if TL_SECURE
+	if (!guard_segment(seg)) {
+		tl_os_unmap(seg, TL_SEGMENT_SIZE);
+		return NULL;
+	}
+#endif
 	seg->map_size = TL_SEGMENT_SIZE;
 	seg->kind = kind;
 	seg->page_shift = kind == TL_PAGE_SMALL ? TL_SMALL_PAGE_SHIFT
@@ -112,9 +139,11 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 {
 	size_t page = tl_os_page_size();
 	size_t offset = huge_offset(alignment);
-	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment)
+	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment -
+		   TL_HUGE_GUARD)
 		return NULL;
-	size_t map_size = (offset + size + page - 1) & ~(page - 1);
+	size_t map_size = ((offset + size + page - 1) & ~(page - 1)) +
+			  TL_HUGE_GUARD;
 	tl_segment *seg;
 	if (alignment > TL_SEGMENT_SIZE)
 		seg = tl_os_map_aligned(map_size, alignment, offset);
@@ -122,6 +151,12 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 		seg = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
 	if (seg == NULL)
 		return NULL;
+#if TL_SECURE
+	if (!tl_os_guard((uint8_t *)seg + map_size - page, page)) {
+		tl_os_unmap(seg, map_size);
+		return NULL;
+	}
+#endif
 	seg->map_size = map_size;
 	seg->kind = TL_PAGE_HUGE;
 	seg->page_shift = TL_SEGMENT_SHIFT;

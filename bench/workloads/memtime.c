@@ -18,25 +18,12 @@
  * sample of the busy phase), rss_idle_kb; lines "sample <s> <kb>" list the
  * samples (not read by the harness).
  */
-#include <semaphore.h>
 #include <stdatomic.h>
 
-#include "common.h"
+#include "pairs.h"
 
-#define BATCH 1024
-#define RING 10240
 #define MAX_SAMPLES 100000
 #define SAMPLE_NS 100000000L
-
-struct pair {
-	long rounds;
-	uint32_t id;
-	unsigned int next_in, next_out;
-	long consumed;
-	sem_t empty, occupied;
-	void *ring[RING];
-	size_t size[RING];
-};
 
 static struct {
 	atomic_int stop;
@@ -47,61 +34,12 @@ static struct {
 } samples;
 
 /* Quarters 0 and 2 small blocks, 1 and 3 large ones. */
-static size_t pick_size(uint64_t *rng, long round, long rounds)
+static size_t pick_size(struct pair *pr, long round, long j)
 {
-	if (round * 4 / rounds % 2 == 0)
-		return bench_between(rng, 16, 512);
-	return bench_between(rng, 512, 16384);
-}
-
-static uint32_t block_tag(const struct pair *pr, long seq)
-{
-	return (uint32_t)seq * 2654435761u ^ pr->id << 26;
-}
-
-static void *produce(void *arg)
-{
-	struct pair *pr = (struct pair *)arg;
-	uint64_t rng = bench_seed(pr->id);
-	long seq = 0;
-
-	for (long r = 0; r < pr->rounds; r++) {
-		sem_wait(&pr->empty);
-		for (long j = 0; j < BATCH; j++, seq++) {
-			size_t n = pick_size(&rng, r, pr->rounds);
-			void *p = bench_malloc(n);
-
-			bench_fill(p, n, block_tag(pr, seq));
-			pr->ring[pr->next_in] = p;
-			pr->size[pr->next_in] = n;
-			pr->next_in = (pr->next_in + 1) % RING;
-		}
-		sem_post(&pr->occupied);
-	}
-	return NULL;
-}
-
-static void *consume(void *arg)
-{
-	struct pair *pr = (struct pair *)arg;
-	long seq = 0;
-
-	for (long r = 0; r < pr->rounds; r++) {
-		sem_wait(&pr->occupied);
-		for (long j = 0; j < BATCH; j++, seq++) {
-			unsigned int k = pr->next_out;
-
-			if (!bench_intact(pr->ring[k], pr->size[k],
-					  block_tag(pr, seq)))
-				bench_fail("pair %u: block %ld was overwritten",
-					   pr->id, seq);
-			free(pr->ring[k]);
-			pr->next_out = (k + 1) % RING;
-			pr->consumed++;
-		}
-		sem_post(&pr->empty);
-	}
-	return NULL;
+	(void)j;
+	if (round * 4 / pr->rounds % 2 == 0)
+		return bench_between(&pr->rng, 16, 512);
+	return bench_between(&pr->rng, 512, 16384);
 }
 
 /* Every 100 ms until told to stop: RSS into samples; no allocator calls. */
@@ -117,21 +55,6 @@ static void *sampler(void *arg)
 		nanosleep(&tick, NULL);
 	}
 	return NULL;
-}
-
-static void run_pairs(struct pair *pairs, long npairs)
-{
-	pthread_t *tid = (pthread_t *)calloc(2 * npairs, sizeof(*tid));
-
-	if (!tid)
-		bench_fail("calloc returned NULL");
-	for (long i = 0; i < npairs; i++)
-		if (pthread_create(&tid[2 * i], NULL, produce, &pairs[i]) ||
-		    pthread_create(&tid[2 * i + 1], NULL, consume, &pairs[i]))
-			bench_fail("pthread_create failed for pair %ld", i);
-	for (long i = 0; i < 2 * npairs; i++)
-		pthread_join(tid[i], NULL);
-	free(tid);
 }
 
 static void report(double secs, long idle_kb)
@@ -181,20 +104,12 @@ int main(int argc, char **argv)
 	bench_require(iters >= 4 * BATCH, argv[0], "--iters must be >= 4096");
 	rounds = (iters + BATCH - 1) / BATCH;
 
-	pairs = (struct pair *)calloc((size_t)npairs, sizeof(*pairs));
-	if (!pairs)
-		bench_fail("calloc returned NULL");
-	for (long i = 0; i < npairs; i++) {
-		pairs[i].rounds = rounds;
-		pairs[i].id = (uint32_t)i;
-		sem_init(&pairs[i].empty, 0, RING / BATCH);
-		sem_init(&pairs[i].occupied, 0, 0);
-	}
+	pairs = pairs_new(npairs, rounds, pick_size);
 
 	samples.t0 = bench_now();
 	if (pthread_create(&tid, NULL, sampler, NULL))
 		bench_fail("pthread_create failed for the sampler");
-	run_pairs(pairs, npairs);
+	pairs_run(pairs, npairs);
 	secs = bench_now() - samples.t0;
 	atomic_store(&samples.stop, 1);
 	pthread_join(tid, NULL);
@@ -202,10 +117,7 @@ int main(int argc, char **argv)
 	sleep((unsigned)idle);
 	long idle_kb = bench_rss_kb();
 
-	for (long i = 0; i < npairs; i++)
-		if (pairs[i].consumed != rounds * BATCH)
-			bench_fail("pair %ld freed %ld of %ld blocks", i,
-				   pairs[i].consumed, rounds * BATCH);
+	pairs_check(pairs, npairs);
 	if (samples.count < 1)
 		bench_fail("no RSS sample was taken");
 	free(pairs);

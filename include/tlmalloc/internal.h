@@ -135,6 +135,14 @@ bool tl_page_collect_head(tl_page *page);
 void tl_page_count_avail(tl_page *page);
 
 /* ---- segments (segment.c) ---- */
+/* Bytes at the end of a huge segment's mapping kept as a guard page. */
+#if TL_SECURE
+size_t tl_os_page_size(void);
+#define TL_HUGE_GUARD tl_os_page_size()
+#else
+#define TL_HUGE_GUARD ((size_t)0)
+#endif
+
 static inline tl_segment *tl_segment_of(const void *p)
 {
 	return (tl_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)TL_SEGMENT_MASK);
@@ -279,6 +287,91 @@ void tl_purger_wake(void);
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
+/* ---- free-list links ---- */
+/*
+ * A link stored in a free block goes through these two, which are the
+ * identity in the default build.  The secure build stores
+ * next ^ page->key ^ block (a per-page secret: a leaked or overwritten link
+ * means nothing without it) and checks every decoded link: NULL, or a block
+ * of the same page's carved area.  A free block there also carries a mark
+ * in its second word (tl_free_mark), checked and cleared by malloc.
+ */
+#if TL_SECURE
+/* Blocks up to this size are filled with TL_SECURE_FILL when freed. */
+#define TL_SECURE_FILL_MAX ((size_t)64 << 10)
+#define TL_SECURE_FILL 0xdf
+
+/* A new secret for a page being formatted for blocks of bs bytes. */
+void tl_secure_page_init(tl_page *page, uint32_t bs);
+/* Checks of a block being freed (owner: the caller owns the page), then
+ * its mark and fill; aborts on an invalid or double free. */
+void tl_secure_on_free(tl_page *page, tl_block *block, bool owner)
+	TL_NOINLINE;
+__attribute__((noreturn)) void tl_secure_corrupt(const void *block)
+	TL_NOINLINE;
+__attribute__((noreturn)) void tl_secure_modified(const void *block)
+	TL_NOINLINE;
+
+/* Whether p is the start of a block in the carved part of page. */
+static inline bool tl_block_in_page(const tl_page *page, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
+	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+	if (off >= (uintptr_t)cap * page->block_size)
+		return false;
+	/* off % block_size == 0, without a division (off < 2^32). */
+	return (uint64_t)off * page->div_magic <= page->div_magic - 1;
+}
+
+static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
+{
+	return page->key ^ ~(uintptr_t)block;
+}
+#endif
+
+static inline tl_block *tl_link_encode(const tl_page *page, const void *at,
+				       const tl_block *next)
+{
+#if TL_SECURE
+	return (tl_block *)((uintptr_t)next ^ page->key ^ (uintptr_t)at);
+#else
+	(void)page;
+	(void)at;
+	return (tl_block *)next;
+#endif
+}
+
+/* The link stored at block `at`; the secure build aborts if it is bad. */
+static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
+				       const tl_block *stored)
+{
+#if TL_SECURE
+	tl_block *next = (tl_block *)((uintptr_t)stored ^ page->key ^
+				      (uintptr_t)at);
+	if (tl_unlikely(next != NULL && !tl_block_in_page(page, next)))
+		tl_secure_corrupt(at);
+	return next;
+#else
+	(void)page;
+	(void)at;
+	return (tl_block *)stored;
+#endif
+}
+
+/* A block leaves the free lists for malloc: the secure build checks that
+ * its mark is intact and clears it. */
+static inline void tl_block_taken(const tl_page *page, tl_block *block)
+{
+#if TL_SECURE
+	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
+		tl_secure_modified(block);
+	block->mark = 0;
+#else
+	(void)page;
+	(void)block;
+#endif
+}
+
 /* ---- the fast paths ---- */
 
 /*
@@ -298,8 +391,10 @@ static inline uintptr_t tl_page_owner_fast(const tl_page *page)
 static inline tl_block *tl_page_pop(tl_page *page)
 {
 	tl_block *block = page->free;
-	if (tl_likely(block != NULL))
-		page->free = block->next;
+	if (tl_likely(block != NULL)) {
+		page->free = tl_link_decode(page, block, block->next);
+		tl_block_taken(page, block);
+	}
 	return block;
 }
 
@@ -316,7 +411,15 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 /* The thread pointer: the calling thread's heap id. */
 static inline uintptr_t tl_thread_id(void)
 {
+#if defined(__x86_64__)
+	/* The x86-64 TLS ABI keeps the thread pointer at %fs:0 (clang before
+	 * 16 has no __builtin_thread_pointer there). */
+	uintptr_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+#else
 	return (uintptr_t)__builtin_thread_pointer();
+#endif
 }
 
 /*
@@ -330,13 +433,15 @@ static inline void *tl_malloc_local(size_t size)
 		tl_page *page = tl_direct_local[(size + 15) >> 4];
 		tl_block *block = page->free;
 		if (tl_likely(block != NULL)) {
-			page->free = block->next;
+			page->free = tl_link_decode(page, block, block->next);
+			tl_block_taken(page, block);
 			return block;
 		}
 		block = page->local_free;
 		if (tl_likely(block != NULL)) {
 			page->local_free = NULL;
-			page->free = block->next;
+			page->free = tl_link_decode(page, block, block->next);
+			tl_block_taken(page, block);
 			return block;
 		}
 	}
@@ -346,7 +451,10 @@ static inline void *tl_malloc_local(size_t size)
 static inline void tl_page_push_local(tl_page *page, void *p)
 {
 	tl_block *block = p;
-	block->next = page->local_free;
+#if TL_SECURE
+	tl_secure_on_free(page, block, true);
+#endif
+	block->next = tl_link_encode(page, block, page->local_free);
 	page->local_free = block;
 }
 
@@ -371,10 +479,11 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
  * compilers put the slice's address in a register of its own, one
  * instruction more than addressing segment + index each time: 13
  * instructions in all.  The C version below is the definition; the
- * ThreadSanitizer build and other machines use it, and the test suite runs
- * both.
+ * ThreadSanitizer build, the secure build and other machines use it, and
+ * the test suite runs both.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && defined(__GNUC__) && \
+	!defined(__SANITIZE_THREAD__) && !TL_SECURE
 static inline void tl_free_local(void *p)
 {
 	__asm__ goto(

@@ -1,6 +1,7 @@
 /*
  * os.h - the OS contract.  src/os.c is the only file that makes system
- * calls (mmap, munmap, madvise, mremap, futex, clock); everything above it
+ * calls (mmap, munmap, madvise, mremap, futex, clock; getrandom and
+ * mprotect in the secure build); everything above it
  * goes through these functions.  None of them allocates, and every one of
  * them leaves errno as it found it.
  */
@@ -48,5 +49,13 @@ void tl_os_futex_wake_one(const uint32_t *word);
 
 /* Write a message to stderr without allocating. */
 void tl_os_write_stderr(const char *msg, size_t len);
+
+/* The secure build only (TL_SECURE): */
+/* Fill buf with random bytes (getrandom; a weaker fallback if refused). */
+void tl_os_random(void *buf, size_t len);
+/* Make whole pages inaccessible (a guard), or read-write again; false
+ * when the OS refuses. */
+bool tl_os_guard(void *addr, size_t size);
+bool tl_os_unguard(void *addr, size_t size);
 
 #endif /* TLMALLOC_OS_H */

@@ -35,6 +35,16 @@
 #include "tlmalloc/atomic.h"
 #include "tlmalloc/lock.h"
 
+/*
+ * The secure variant (libtlmalloc-secure, docs/secure.md) is the same
+ * sources compiled with TL_SECURE=1: encoded and checked free-list links,
+ * double-free marks, filled free blocks, shuffled carving, guard pages.
+ * Every line of it sits behind #if TL_SECURE; the default build is 0.
+ */
+#ifndef TL_SECURE
+#define TL_SECURE 0
+#endif
+
 #define TL_SEGMENT_SHIFT 22
 #define TL_SEGMENT_SIZE ((size_t)1 << TL_SEGMENT_SHIFT)	/* 4 MiB */
 #define TL_SEGMENT_MASK (TL_SEGMENT_SIZE - 1)
@@ -58,8 +68,16 @@
 /* Minimum alignment of every block (glibc's guarantee on x86-64). */
 #define TL_MIN_ALIGN 16
 
+/*
+ * A free block.  next is stored as is in the default build; the secure
+ * build stores tl_link_encode(next) and marks the block free in its second
+ * word (blocks are at least 16 bytes), see internal.h.
+ */
 typedef struct tl_block {
 	struct tl_block *next;
+#if TL_SECURE
+	uintptr_t mark;		/* tl_free_mark() while free, 0 in use */
+#endif
 } tl_block;
 
 typedef struct tl_heap tl_heap;
@@ -130,6 +148,11 @@ typedef struct tl_page {
 	tl_atomic_uptr owner __attribute__((aligned(64)));
 	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
+#if TL_SECURE
+	/* Set by tl_page_format, read-only while the page is owned. */
+	uintptr_t key;		/* secret of the page's link encoding */
+	uint64_t div_magic;	/* UINT64_MAX / block_size + 1 */
+#endif
 } __attribute__((aligned(128))) tl_page;
 
 #define TL_PAGE_DESC_SHIFT 7	/* log2(sizeof(tl_page)) */

@@ -18,6 +18,8 @@
  *   realloc_move_loses_contents  a huge block that cannot grow in place
  *                              moves its pages: contents kept, neighbours
  *                              untouched, still freeable and ours
+ *   abandoned_memory_kept      blocks of an exited thread, all freed later by
+ *                              another: the memory is given back (trim)
  *   double_free_hangs          a block freed twice makes its page's free
  *                              list loop: counting it must report a double
  *                              free, not walk forever or hand it out twice
@@ -34,7 +36,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <unistd.h>
+
+#include "ts_malloc.h"
 
 #include "tlmalloc.h"
 #include "check.h"
@@ -292,6 +297,39 @@ static void realloc_move_loses_contents(void)
 		free(b[i]);
 }
 
+enum { ABANDON_BLOCKS = 8192, ABANDON_SIZE = 1000 };
+
+static void *allocate_and_exit(void *arg)
+{
+	void **blocks = arg;
+	for (int i = 0; i < ABANDON_BLOCKS; i++) {
+		blocks[i] = malloc(ABANDON_SIZE);
+		CHECK(blocks[i] != NULL);
+		memset(blocks[i], i, ABANDON_SIZE);
+	}
+	return NULL;
+}
+
+static void abandoned_memory_kept(void)
+{
+	static void *blocks[ABANDON_BLOCKS];
+	pthread_t t;
+	tl_trim();
+	unsigned long before = get_data_segment_size();
+	CHECK(pthread_create(&t, NULL, allocate_and_exit, blocks) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	unsigned long live = get_data_segment_size();
+	CHECKF(live >= before + (unsigned long)ABANDON_BLOCKS * ABANDON_SIZE,
+	       "held %lu before, %lu with the blocks", before, live);
+	for (int i = 0; i < ABANDON_BLOCKS; i++)
+		free(blocks[i]);
+	tl_trim();
+	unsigned long after = get_data_segment_size();
+	CHECKF(after < before + (1ul << 20),
+	       "held %lu before, %lu with 8 MB of blocks, %lu after freeing "
+	       "them all and trimming", before, live, after);
+}
+
 static void foreign_realloc_silent(void)
 {
 	expect_abort("foreign_realloc_silent",
@@ -320,6 +358,7 @@ static const struct test_case cases[] = {
 	{ "foreign_free_silent", foreign_free_silent },
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
+	{ "abandoned_memory_kept", abandoned_memory_kept },
 };
 
 static const struct test_case children[] = {

@@ -1,21 +1,30 @@
 /*
- * falseshare_passive.c - passive false sharing, after Hoard's cache-scratch:
- * the main thread allocates one small object (--size bytes, default 8) per
- * thread, one after the other, so they likely share a cache line, and
- * hands object t to thread t.  Each of --threads threads (default: one per
- * online CPU) frees the object it was given, then --iters times (default
- * 2e4, quick 2e3) allocates an object, stores into and loads from each of
- * its bytes --reps times (default 1e4) and frees it.  An allocator that
- * gives a freed block back to the freeing thread hands every thread a slot
- * of that one shared cache line again, and the writes fight over it.
+ * falseshare.c - false sharing, after Hoard's cache-thrash and
+ * cache-scratch; built twice:
  *
- * Checks: each object holds the bytes last written into it; every thread
- * freed its given object and did all its own.  Metric: seconds.
+ * falseshare_active (cache-thrash): --threads threads (default: one per
+ * online CPU) each --iters times (default 2e4, quick 2e3) allocate an
+ * object of --size bytes (default 8), store into and load from each of its
+ * bytes --reps times (default 1e4) and free it.  The threads share nothing;
+ * but an allocator that carves the objects of different threads from one
+ * cache line makes every store invalidate the other cores' copies, and the
+ * run slows down many times.
+ *
+ * falseshare_passive (cache-scratch, FALSESHARE_PASSIVE): first the main
+ * thread allocates one object per thread, one after the other, so they
+ * likely share a cache line, and hands object t to thread t, which frees it
+ * before its loop.  An allocator that gives a freed block back to the
+ * freeing thread hands every thread a slot of that one shared cache line
+ * again, and the writes fight over it.
+ *
+ * Checks: after its writes each object holds the bytes last written (no
+ * other thread's object overlaps it); every thread did all its objects
+ * (and freed the one it was given).  Metric: seconds.
  */
 #include "common.h"
 
 struct worker {
-	char *given;
+	char *given;	/* passive: the object handed over, NULL once freed */
 	long iters;
 	long reps;
 	long size;
@@ -40,12 +49,14 @@ static void *run(void *arg)
 {
 	struct worker *w = (struct worker *)arg;
 
-	for (long k = 0; k < w->size; k++)
-		if (w->given[k] != (char)k)
-			bench_fail("given object %p was overwritten",
-				   (void *)w->given);
-	free(w->given);
-	w->given = NULL;
+	if (w->given) {
+		for (long k = 0; k < w->size; k++)
+			if (w->given[k] != (char)k)
+				bench_fail("given object %p was overwritten",
+					   (void *)w->given);
+		free(w->given);
+		w->given = NULL;
+	}
 	for (long i = 0; i < w->iters; i++) {
 		char *obj = (char *)bench_malloc((size_t)w->size);
 
@@ -55,6 +66,16 @@ static void *run(void *arg)
 	}
 	return NULL;
 }
+
+#ifdef FALSESHARE_PASSIVE
+#define DESCRIPTION "Passive false sharing (cache-scratch): objects handed " \
+		    "out by one thread, freed and reallocated by the others."
+#define PASSIVE 1
+#else
+#define DESCRIPTION "Active false sharing (cache-thrash): threads write " \
+		    "their own small objects hard."
+#define PASSIVE 0
+#endif
 
 int main(int argc, char **argv)
 {
@@ -74,9 +95,7 @@ int main(int argc, char **argv)
 	struct worker *w;
 	double t0, secs;
 
-	bench_parse(argc, argv, "Passive false sharing (cache-scratch): "
-		    "objects handed out by one thread, freed and reallocated "
-		    "by the others.", opts);
+	bench_parse(argc, argv, DESCRIPTION, opts);
 	bench_pick(&threads, cpus, cpus);
 	bench_pick(&iters, 20000, 2000);
 	bench_pick(&reps, 10000, 10000);
@@ -89,11 +108,14 @@ int main(int argc, char **argv)
 	if (!w)
 		bench_fail("calloc returned NULL");
 	for (long t = 0; t < threads; t++) {
-		char *obj = (char *)bench_malloc((size_t)size);
+		char *given = NULL;
 
-		for (long k = 0; k < size; k++)
-			obj[k] = (char)k;
-		w[t] = (struct worker){ obj, iters, reps, size, 0 };
+		if (PASSIVE) {
+			given = (char *)bench_malloc((size_t)size);
+			for (long k = 0; k < size; k++)
+				given[k] = (char)k;
+		}
+		w[t] = (struct worker){ given, iters, reps, size, 0 };
 	}
 
 	t0 = bench_now();

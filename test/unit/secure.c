@@ -1,0 +1,383 @@
+/*
+ * secure.c - the secure variant (libtlmalloc-secure) catches heap misuse
+ * that the default library lets through.
+ *
+ * Each case runs the misuse in a child process (this program, exec'd with
+ * the case name and "child") and expects it to die by SIGABRT after one
+ * line `tlmalloc: CALL(0x...): WHAT` on stderr:
+ *   double_free_missed           free(p); free(p)
+ *   double_free_late_missed      free(p), other frees, then free(p) again
+ *   remote_double_free_missed    the second free comes from another thread
+ *   overrun_into_link_missed     a write just past the end of a block lands
+ *                                on the next (free) block's link; the mallocs
+ *                                that follow must not hand out the forged
+ *                                pointer
+ *   use_after_free_link_missed   a write into a freed block's link
+ *   interior_free_missed         free of a pointer into the middle of a block
+ * and, living cases:
+ *   fill_missing                 a freed block (up to 64 KiB) is filled
+ *                                with 0xdf beyond its first two words
+ *   order_not_shuffled           fresh blocks do not come in address order
+ *   guard_page_missing           the page after a huge block, the last page
+ *                                of a 4 MiB segment and the page before its
+ *                                first page are mapped and fault
+ *   huge_guard_lost_on_realloc   after a huge block grows, the byte after
+ *                                it still faults, contents kept
+ *   not_secure_library           malloc and free resolve to
+ *                                libtlmalloc-secure
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlmalloc.h"
+#include "check.h"
+
+static char *self_path;
+
+/* Run this program as `self CASE child`; returns the wait status, with
+ * stdout and stderr captured. */
+static int run_child(const char *name, char *out, size_t out_size,
+		     char *err, size_t err_size)
+{
+	int po[2], pe[2];
+	CHECK(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		execl(self_path, self_path, name, "child", (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	size_t no = 0, ne = 0;
+	ssize_t r;
+	while ((r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
+		ne += (size_t)r;
+	while ((r = read(po[0], out + no, out_size - 1 - no)) > 0)
+		no += (size_t)r;
+	out[no] = '\0';
+	err[ne] = '\0';
+	close(po[0]);
+	close(pe[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
+/* The child dies by abort after exactly one line: "tlmalloc: CALL(0x...):
+ * ... MESSAGE ...". */
+static void expect_abort(const char *name, const char *call,
+			 const char *message)
+{
+	char out[512], err[1024], head[64];
+	alarm(60);
+	int st = run_child(name, out, sizeof(out), err, sizeof(err));
+	alarm(0);
+	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	       "status %d, stdout: %s stderr: %s", st, out, err);
+	snprintf(head, sizeof(head), "tlmalloc: %s(0x", call);
+	CHECKF(strncmp(err, head, strlen(head)) == 0, "stderr: %s", err);
+	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
+	char *nl = strchr(err, '\n');
+	CHECKF(nl != NULL && nl[1] == '\0', "not one line: %s", err);
+}
+
+enum { SIZE = 80, MANY = 400 };
+
+static void double_free_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	free(p);
+	free(p);
+	printf("not detected\n");
+}
+
+static void double_free_late_child(void)
+{
+	static void *b[MANY];
+	for (int i = 0; i < MANY; i++)
+		b[i] = malloc(SIZE);
+	free(b[7]);
+	for (int i = 100; i < 300; i++)
+		free(b[i]);
+	for (int i = 0; i < 50; i++)
+		CHECK(malloc(SIZE) != NULL);
+	free(b[7]);
+	printf("not detected\n");
+}
+
+static void *free_it(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+static void remote_double_free_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL && malloc(SIZE) != NULL);
+	free(p);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_it, p) == 0);
+	pthread_join(t, NULL);
+	printf("not detected\n");
+}
+
+/*
+ * Of some blocks of one fresh page, one whose right-hand neighbour is
+ * carved (it lies in the page's first 4 KiB, carved first) and still free
+ * (not one of ours): write a forged pointer over that neighbour's link.
+ */
+static void overrun_into_link_child(void)
+{
+	enum { N = 8 };
+	char *b[N];
+	for (int i = 0; i < N; i++)
+		b[i] = malloc(SIZE);
+	char *victim = NULL;
+	for (int i = 0; i < N && victim == NULL; i++) {
+		char *next = b[i] + SIZE;
+		uintptr_t in_page = (uintptr_t)next & 0xffff;
+		int taken = 0;
+		for (int j = 0; j < N; j++)
+			taken |= b[j] == next;
+		if (!taken && in_page + SIZE <= 4096)
+			victim = b[i];
+	}
+	CHECK(victim != NULL);
+	static char target[64];
+	char *forged = target;
+	memcpy(victim + SIZE, &forged, sizeof(forged));	/* one past the end */
+	for (int i = 0; i < MANY; i++) {
+		char *q = malloc(SIZE);
+		CHECKF(q != target, "malloc returned the forged pointer");
+	}
+	printf("not detected\n");
+}
+
+static void use_after_free_link_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	free(p);
+	memset(p, 0x41, sizeof(void *));	/* the freed block's link */
+	for (int i = 0; i < MANY; i++)
+		CHECK(malloc(SIZE) != NULL);
+	printf("not detected\n");
+}
+
+static void interior_free_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	free(p + 16);
+	printf("not detected\n");
+}
+
+static void double_free_missed(void)
+{
+	expect_abort("double_free_missed", "free", "double free");
+}
+
+static void double_free_late_missed(void)
+{
+	expect_abort("double_free_late_missed", "free", "double free");
+}
+
+static void remote_double_free_missed(void)
+{
+	expect_abort("remote_double_free_missed", "free", "double free");
+}
+
+static void overrun_into_link_missed(void)
+{
+	expect_abort("overrun_into_link_missed", "malloc",
+		     "free list corrupted");
+}
+
+static void use_after_free_link_missed(void)
+{
+	expect_abort("use_after_free_link_missed", "malloc",
+		     "free list corrupted");
+}
+
+static void interior_free_missed(void)
+{
+	expect_abort("interior_free_missed", "free", "not the start of a block");
+}
+
+static void fill_missing(void)
+{
+	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		unsigned char *p = malloc(n);
+		CHECK(p != NULL);
+		memset(p, 0x11, n);
+		/* Keep the page from emptying, so its memory stays as freed. */
+		void *keep = malloc(n);
+		free(p);
+		size_t bad = 0;
+		for (size_t i = 2 * sizeof(void *); i < n; i++)
+			bad += p[i] != 0xdf;
+		CHECKF(bad == 0, "%zu of %zu bytes not filled", bad, n);
+		free(keep);
+	}
+}
+
+static void order_not_shuffled(void)
+{
+	enum { N = 64 };
+	char *b[N];
+	int ascending = 0;
+	for (int i = 0; i < N; i++) {
+		b[i] = malloc(48);
+		CHECK(b[i] != NULL);
+		if (i > 0 && b[i] == b[i - 1] + 48)
+			ascending++;
+	}
+	CHECKF(ascending < N / 2, "%d of %d blocks follow their predecessor",
+	       ascending, N - 1);
+	for (int i = 0; i < N; i++)
+		free(b[i]);
+}
+
+static sigjmp_buf fault_jump;
+
+static void on_fault(int sig)
+{
+	siglongjmp(fault_jump, sig);
+}
+
+/* Whether reading *p faults. */
+static int faults(const volatile char *p)
+{
+	struct sigaction sa = { .sa_handler = on_fault }, old_segv, old_bus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+	int faulted = 1;
+	if (sigsetjmp(fault_jump, 1) == 0) {
+		(void)*p;
+		faulted = 0;
+	}
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGBUS, &old_bus, NULL);
+	return faulted;
+}
+
+/* A guard page: mapped (msync accepts it; an unmapped hole would fault
+ * as well, but proves nothing), and reading it faults. */
+static int is_guard(const char *p)
+{
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)4095);
+	return msync(page, 4096, MS_ASYNC) == 0 && faults(p);
+}
+
+static void guard_page_missing(void)
+{
+	size_t n = (size_t)1 << 20;
+	char *big = malloc(n);
+	CHECK(big != NULL);
+	size_t usable = malloc_usable_size(big);
+	CHECK(usable >= n);
+	memset(big, 1, usable);
+	CHECKF(is_guard(big + usable), "no guard after a huge block");
+	free(big);
+
+	/* A small block's segment: its last 4 KiB are a guard. */
+	char *s = malloc(100);
+	CHECK(s != NULL);
+	uintptr_t seg = (uintptr_t)s & ~(((uintptr_t)4 << 20) - 1);
+	CHECKF(is_guard((char *)seg + (4 << 20) - 1),
+	       "the last page of a segment is no guard");
+	CHECKF(is_guard((char *)seg + (64 << 10) - 1),
+	       "the page before a segment's first page is no guard");
+	CHECK(!faults(s));
+	free(s);
+}
+
+static void huge_guard_lost_on_realloc(void)
+{
+	size_t n = (size_t)1 << 20;
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	pattern_fill(p, n, 5);
+	for (int i = 0; i < 4; i++) {
+		size_t m = n * 3;
+		unsigned char *q = realloc(p, m);
+		CHECK(q != NULL);
+		CHECKF(pattern_find_damage(q, n, 5) == n, "contents lost");
+		size_t usable = malloc_usable_size(q);
+		CHECK(usable >= m);
+		memset(q + n, 0x22, usable - n);
+		CHECKF(is_guard((char *)q + usable),
+		       "no guard after a grown huge block");
+		/* and back down, contents kept */
+		p = realloc(q, n);
+		CHECK(p != NULL);
+		CHECKF(pattern_find_damage(p, n, 5) == n, "contents lost");
+		usable = malloc_usable_size(p);
+		CHECKF(is_guard((char *)p + usable),
+		       "no guard after a shrunk huge block");
+	}
+	free(p);
+}
+
+static void not_secure_library(void)
+{
+	void *fns[] = { (void *)(uintptr_t)&malloc, (void *)(uintptr_t)&free };
+	for (size_t i = 0; i < 2; i++) {
+		Dl_info info;
+		CHECK(dladdr(fns[i], &info) != 0);
+		CHECKF(info.dli_fname != NULL &&
+		       strstr(info.dli_fname, "libtlmalloc-secure") != NULL,
+		       "resolves to %s", info.dli_fname);
+	}
+}
+
+static const struct test_case cases[] = {
+	{ "not_secure_library", not_secure_library },
+	{ "double_free_missed", double_free_missed },
+	{ "double_free_late_missed", double_free_late_missed },
+	{ "remote_double_free_missed", remote_double_free_missed },
+	{ "overrun_into_link_missed", overrun_into_link_missed },
+	{ "use_after_free_link_missed", use_after_free_link_missed },
+	{ "interior_free_missed", interior_free_missed },
+	{ "fill_missing", fill_missing },
+	{ "order_not_shuffled", order_not_shuffled },
+	{ "guard_page_missing", guard_page_missing },
+	{ "huge_guard_lost_on_realloc", huge_guard_lost_on_realloc },
+};
+
+static const struct test_case children[] = {
+	{ "double_free_missed", double_free_child },
+	{ "double_free_late_missed", double_free_late_child },
+	{ "remote_double_free_missed", remote_double_free_child },
+	{ "overrun_into_link_missed", overrun_into_link_child },
+	{ "use_after_free_link_missed", use_after_free_link_child },
+	{ "interior_free_missed", interior_free_child },
+};
+
+int main(int argc, char **argv)
+{
+	self_path = argv[0];
+	if (argc > 2 && strcmp(argv[2], "child") == 0)
+		return run_tests(children, TEST_COUNT(children), 2, argv);
+	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+}
