@@ -35,6 +35,9 @@ maps "-- then a command" "$REAL_LIBDIR" libtlmalloc.so \
 maps "--library (relative path)" "$REAL_LIBDIR" libtlmalloc-dlopen.so \
 	sh -c "cd '$LIBDIR' && '$TL' --library libtlmalloc-dlopen.so.$TL_SOVERSION cat /proc/self/maps"
 
+maps "--secure" "$REAL_LIBDIR" libtlmalloc-secure.so \
+	"$TL" --secure cat /proc/self/maps
+
 # The loader complains about the missing library on stderr, then goes on.
 same "prepends to LD_PRELOAD" \
 	"$(LD_PRELOAD=/nonexistent/libother.so "$TL" printenv LD_PRELOAD 2>/dev/null)" \
@@ -73,6 +76,8 @@ status() {
 }
 status "no command" 2 "^tlmalloc: no COMMAND given"
 status "only options" 2 "^tlmalloc: no COMMAND given" --stats
+status "--secure with --library" 2 "exclude each other" \
+	--secure --library "$LIB" true
 status "unknown option" 2 "^tlmalloc: unknown option '--bogus'" --bogus true
 status "--library without a path" 2 "needs a PATH" --library
 status "--library= without a path" 2 "needs a PATH" --library= true

@@ -34,12 +34,12 @@ file "$TL_INCLUDEDIR/tlmalloc.h" "$TL_INCLUDEDIR/ts_malloc.h"
 ok "no internal headers"
 
 so=$TL_SOVERSION
-for lib in libtlmalloc libtlmalloc-dlopen; do
+for lib in libtlmalloc libtlmalloc-dlopen libtlmalloc-secure; do
 	file "$TL_LIBDIR/$lib.so.$TL_VERSION" "$TL_LIBDIR/$lib.so.$so" \
 		"$TL_LIBDIR/$lib.so"
 	[ -L "$LIBDIR/$lib.so" ] || fail "$lib.so is not a link"
 done
-file "$TL_LIBDIR/libtlmalloc.a"
+file "$TL_LIBDIR/libtlmalloc.a" "$TL_LIBDIR/libtlmalloc-secure.a"
 file "$TL_LIBDIR/cmake/tlmalloc/tlmalloc-config.cmake" \
 	"$TL_LIBDIR/cmake/tlmalloc/tlmalloc-config-version.cmake" \
 	"$TL_LIBDIR/cmake/tlmalloc/tlmalloc-targets.cmake"

@@ -41,60 +41,7 @@
 
 #include "tlmalloc.h"
 #include "check.h"
-
-static char *self_path;
-
-/* Run this program as `self CASE child`; returns the wait status, with
- * stdout and stderr captured. */
-static int run_child(const char *name, char *out, size_t out_size,
-		     char *err, size_t err_size)
-{
-	int po[2], pe[2];
-	CHECK(pipe(po) == 0 && pipe(pe) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(pe[0]);
-		execl(self_path, self_path, name, "child", (char *)NULL);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	size_t no = 0, ne = 0;
-	ssize_t r;
-	while ((r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
-		ne += (size_t)r;
-	while ((r = read(po[0], out + no, out_size - 1 - no)) > 0)
-		no += (size_t)r;
-	out[no] = '\0';
-	err[ne] = '\0';
-	close(po[0]);
-	close(pe[0]);
-	int status;
-	CHECK(waitpid(pid, &status, 0) == pid);
-	return status;
-}
-
-/* The child dies by abort after exactly one line: "tlmalloc: CALL(0x...):
- * ... MESSAGE ...". */
-static void expect_abort(const char *name, const char *call,
-			 const char *message)
-{
-	char out[512], err[1024], head[64];
-	alarm(60);
-	int st = run_child(name, out, sizeof(out), err, sizeof(err));
-	alarm(0);
-	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
-	       "status %d, stdout: %s stderr: %s", st, out, err);
-	snprintf(head, sizeof(head), "tlmalloc: %s(0x", call);
-	CHECKF(strncmp(err, head, strlen(head)) == 0, "stderr: %s", err);
-	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
-	char *nl = strchr(err, '\n');
-	CHECKF(nl != NULL && nl[1] == '\0', "not one line: %s", err);
-}
+#include "child.h"
 
 enum { SIZE = 80, MANY = 400 };
 
@@ -191,34 +138,34 @@ static void interior_free_child(void)
 
 static void double_free_missed(void)
 {
-	expect_abort("double_free_missed", "free", "double free");
+	child_expect_abort("double_free_missed", "free", "double free");
 }
 
 static void double_free_late_missed(void)
 {
-	expect_abort("double_free_late_missed", "free", "double free");
+	child_expect_abort("double_free_late_missed", "free", "double free");
 }
 
 static void remote_double_free_missed(void)
 {
-	expect_abort("remote_double_free_missed", "free", "double free");
+	child_expect_abort("remote_double_free_missed", "free", "double free");
 }
 
 static void overrun_into_link_missed(void)
 {
-	expect_abort("overrun_into_link_missed", "malloc",
+	child_expect_abort("overrun_into_link_missed", "malloc",
 		     "free list corrupted");
 }
 
 static void use_after_free_link_missed(void)
 {
-	expect_abort("use_after_free_link_missed", "malloc",
+	child_expect_abort("use_after_free_link_missed", "malloc",
 		     "free list corrupted");
 }
 
 static void interior_free_missed(void)
 {
-	expect_abort("interior_free_missed", "free", "not the start of a block");
+	child_expect_abort("interior_free_missed", "free", "not the start of a block");
 }
 
 static void fill_missing(void)
@@ -376,8 +323,6 @@ static const struct test_case children[] = {
 
 int main(int argc, char **argv)
 {
-	self_path = argv[0];
-	if (argc > 2 && strcmp(argv[2], "child") == 0)
-		return run_tests(children, TEST_COUNT(children), 2, argv);
-	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
+			  TEST_COUNT(children));
 }

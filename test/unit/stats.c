@@ -36,38 +36,7 @@
 
 #include "tlmalloc.h"
 #include "check.h"
-
-static char *self_path;
-
-/* Run this program as `self CASE child` with an extra environment entry;
- * returns the wait status, with stderr captured. */
-static int run_child(const char *name, const char *env, char *err,
-		     size_t err_size)
-{
-	int pe[2];
-	CHECK(pipe(pe) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(pe[1], 2);
-		close(pe[0]);
-		if (env != NULL)
-			putenv((char *)env);
-		execl(self_path, self_path, name, "child", (char *)NULL);
-		_exit(127);
-	}
-	close(pe[1]);
-	size_t ne = 0;
-	ssize_t r;
-	while (ne < err_size - 1 &&
-	       (r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
-		ne += (size_t)r;
-	err[ne] = '\0';
-	close(pe[0]);
-	int status;
-	CHECK(waitpid(pid, &status, 0) == pid);
-	return status;
-}
+#include "child.h"
 
 static struct tl_stats snap(void)
 {
@@ -405,7 +374,7 @@ static void malloc_stats_child(void)
 static void malloc_stats_silent(void)
 {
 	char err[4096];
-	int st = run_child("malloc_stats_silent", NULL, err, sizeof(err));
+	int st = child_run("malloc_stats_silent", NULL, NULL, 0, err, sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	CHECKF(strncmp(err, "Arena 0:\n", 9) == 0, "stderr: %s", err);
 	expect_figure(err, "system bytes", (uint64_t)N * SIZE);
@@ -433,8 +402,7 @@ static bool has_row(const char *table, unsigned size, const char *pages)
 static void show_stats_silent(void)
 {
 	char err[8192], line[64];
-	int st = run_child("show_stats_silent", "TLMALLOC_SHOW_STATS=1", err,
-			   sizeof(err));
+	int st = child_run("show_stats_silent", "TLMALLOC_SHOW_STATS=1", NULL, 0, err, sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	snprintf(line, sizeof(line), "tlmalloc %s statistics\n", tl_version());
 	CHECKF(strstr(err, line) != NULL, "stderr: %s", err);
@@ -450,7 +418,7 @@ static void show_stats_silent(void)
 	CHECKF(has_row(table, 5120, "1"), "%s", table);
 	CHECKF(!has_row(table, 98304, ""), "%s", table);
 
-	st = run_child("show_stats_silent", NULL, err, sizeof(err));
+	st = child_run("show_stats_silent", NULL, NULL, 0, err, sizeof(err));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECKF(err[0] == '\0', "printed without the option: %s", err);
 }
@@ -472,8 +440,6 @@ static const struct test_case children[] = {
 
 int main(int argc, char **argv)
 {
-	self_path = argv[0];
-	if (argc > 2 && strcmp(argv[2], "child") == 0)
-		return run_tests(children, TEST_COUNT(children), 2, argv);
-	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
+			  TEST_COUNT(children));
 }

@@ -43,44 +43,7 @@
 
 #include "tlmalloc.h"
 #include "check.h"
-
-static char *self_path;
-
-/* Run this program as `self CASE child` with extra environment entries;
- * returns the wait status, with stdout and stderr captured. */
-static int run_child(const char *name, const char *env, char *out,
-		     size_t out_size, char *err, size_t err_size)
-{
-	int po[2], pe[2];
-	CHECK(pipe(po) == 0 && pipe(pe) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(pe[0]);
-		if (env != NULL)
-			putenv((char *)env);
-		execl(self_path, self_path, name, "child", (char *)NULL);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	size_t no = 0, ne = 0;
-	ssize_t r;
-	while ((r = read(po[0], out + no, out_size - 1 - no)) > 0)
-		no += (size_t)r;
-	while ((r = read(pe[0], err + ne, err_size - 1 - ne)) > 0)
-		ne += (size_t)r;
-	out[no] = '\0';
-	err[ne] = '\0';
-	close(po[0]);
-	close(pe[0]);
-	int status;
-	CHECK(waitpid(pid, &status, 0) == pid);
-	return status;
-}
+#include "child.h"
 
 static void option_get_set_broken(void)
 {
@@ -110,7 +73,7 @@ static void print_purge_delay(void)
 static void bad_option_value_silent(void)
 {
 	char out[256], err[1024];
-	int st = run_child("bad_option_value_silent",
+	int st = child_run("bad_option_value_silent",
 			   "TLMALLOC_PURGE_DELAY=abc", out, sizeof(out), err,
 			   sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
@@ -119,7 +82,7 @@ static void bad_option_value_silent(void)
 			   "number in range; keeping the default\n") != NULL,
 	       "stderr: %s", err);
 
-	st = run_child("bad_option_value_silent", "TLMALLOC_PURGE_DELAY=250",
+	st = child_run("bad_option_value_silent", "TLMALLOC_PURGE_DELAY=250",
 		       out, sizeof(out), err, sizeof(err));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECKF(strstr(out, "purge_delay=250\n") != NULL, "child said: %s", out);
@@ -213,16 +176,6 @@ static void rlimit_oom_crashes(void)
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }
 
-static void expect_abort(const char *name, const char *message)
-{
-	char out[256], err[1024];
-	int st = run_child(name, NULL, out, sizeof(out), err, sizeof(err));
-	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
-	       "status %d, stderr: %s", st, err);
-	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
-	CHECKF(strstr(err, "(0x") != NULL, "no pointer in: %s", err);
-}
-
 static void foreign_realloc_child(void)
 {
 	char on_stack[64];
@@ -264,9 +217,7 @@ static void double_free_child(void)
 
 static void double_free_hangs(void)
 {
-	alarm(60);
-	expect_abort("double_free_hangs", "double free");
-	alarm(0);
+	child_expect_abort("double_free_hangs", "free", "double free");
 }
 
 static void realloc_move_loses_contents(void)
@@ -332,20 +283,20 @@ static void abandoned_memory_kept(void)
 
 static void foreign_realloc_silent(void)
 {
-	expect_abort("foreign_realloc_silent",
-		     "tlmalloc: realloc(0x");
-	expect_abort("foreign_realloc_silent", "not allocated by tlmalloc");
+	child_expect_abort("foreign_realloc_silent", "realloc",
+			   "not allocated by tlmalloc");
 }
 
 static void foreign_usable_size_silent(void)
 {
-	expect_abort("foreign_usable_size_silent",
-		     "tlmalloc: malloc_usable_size(0x");
+	child_expect_abort("foreign_usable_size_silent", "malloc_usable_size",
+			   "not allocated by tlmalloc");
 }
 
 static void foreign_free_silent(void)
 {
-	expect_abort("foreign_free_silent", "tlmalloc: free(0x");
+	child_expect_abort("foreign_free_silent", "free",
+			   "not allocated by tlmalloc");
 }
 
 static const struct test_case cases[] = {
@@ -371,8 +322,6 @@ static const struct test_case children[] = {
 
 int main(int argc, char **argv)
 {
-	self_path = argv[0];
-	if (argc > 2 && strcmp(argv[2], "child") == 0)
-		return run_tests(children, TEST_COUNT(children), 2, argv);
-	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
+			  TEST_COUNT(children));
 }

@@ -1,0 +1,104 @@
+/*
+ * child.h - death tests and environment tests: a test program runs itself
+ * again as `self CASE child`, in a child process whose stdout and stderr
+ * it captures, with an extra environment entry if asked.
+ *
+ * A program with child cases has two tables, cases and children (both
+ * named after the parent case), and ends main with child_main().
+ */
+#ifndef TL_TEST_CHILD_H
+#define TL_TEST_CHILD_H
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static char *child_self;
+
+/* Read a pipe to its end into buf (NUL-terminated; what does not fit is
+ * read and dropped, so the child never blocks on a full pipe). */
+static inline void child_drain(int fd, char *buf, size_t size)
+{
+	char scratch[256];
+	size_t n = 0;
+	ssize_t r;
+	for (;;) {
+		if (buf != NULL && n < size - 1)
+			r = read(fd, buf + n, size - 1 - n);
+		else
+			r = read(fd, scratch, sizeof(scratch));
+		if (r <= 0)
+			break;
+		if (buf != NULL && n < size - 1)
+			n += (size_t)r;
+	}
+	if (buf != NULL)
+		buf[n] = '\0';
+	close(fd);
+}
+
+/*
+ * Run `self name child` with env (NAME=value, or NULL) added; returns its
+ * wait status.  out and err may be NULL.  stderr is read after stdout: the
+ * children here write little to stdout.
+ */
+static inline int child_run(const char *name, const char *env, char *out,
+		     size_t out_size, char *err, size_t err_size)
+{
+	int po[2], pe[2];
+	CHECK(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		if (env != NULL)
+			putenv((char *)env);
+		execl(child_self, child_self, name, "child", (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	child_drain(po[0], out, out_size);
+	child_drain(pe[0], err, err_size);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
+/*
+ * The child dies by abort after exactly one line on stderr:
+ * "tlmalloc: CALL(0x...): ... MESSAGE ...".  A minute at most: a hang
+ * fails the test instead of stalling it.
+ */
+static inline void child_expect_abort(const char *name, const char *call,
+			       const char *message)
+{
+	char out[512], err[1024], head[64];
+	alarm(60);
+	int st = child_run(name, NULL, out, sizeof(out), err, sizeof(err));
+	alarm(0);
+	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	       "status %d, stdout: %s stderr: %s", st, out, err);
+	snprintf(head, sizeof(head), "tlmalloc: %s(0x", call);
+	CHECKF(strncmp(err, head, strlen(head)) == 0, "stderr: %s", err);
+	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
+	char *nl = strchr(err, '\n');
+	CHECKF(nl != NULL && nl[1] == '\0', "not one line: %s", err);
+}
+
+static inline int child_main(int argc, char **argv, const struct test_case *cases,
+		      size_t ncases, const struct test_case *children,
+		      size_t nchildren)
+{
+	child_self = argv[0];
+	if (argc > 2 && strcmp(argv[2], "child") == 0)
+		return run_tests(children, nchildren, 2, argv);
+	return run_tests(cases, ncases, argc, argv);
+}
+
+#endif /* TL_TEST_CHILD_H */
