@@ -139,6 +139,8 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 {
 	size_t page = tl_os_page_size();
 	size_t offset = huge_offset(alignment);
+	if (size == 0)
+		size = 1;	/* the block must lie inside its mapping */
 	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment -
 		   TL_HUGE_GUARD)
 		return NULL;

@@ -20,6 +20,9 @@
  *                              untouched, still freeable and ours
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
+ *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
+ *                              block lies in tlmalloc's memory (a usable
+ *                              byte at least), not just past a mapping
  *   double_free_hangs          a block freed twice makes its page's free
  *                              list loop: counting it must report a double
  *                              free, not walk forever or hand it out twice
@@ -281,6 +284,23 @@ static void abandoned_memory_kept(void)
 	       "them all and trimming", before, live, after);
 }
 
+static void zero_aligned_outside_mapping(void)
+{
+	size_t aligns[] = { 128 << 10, 1 << 20, 4 << 20, 16 << 20 };
+	for (size_t i = 0; i < TEST_COUNT(aligns); i++) {
+		char *p = aligned_alloc(aligns[i], 0);
+		CHECK(p != NULL && ((uintptr_t)p & (aligns[i] - 1)) == 0);
+		CHECKF(malloc_usable_size(p) > 0, "alignment %zu: usable 0",
+		       aligns[i]);
+		p[0] = 1;
+		void *q = NULL;
+		CHECK(posix_memalign(&q, aligns[i], 0) == 0);
+		CHECK(malloc_usable_size(q) > 0 && q != p);
+		free(q);
+		free(p);
+	}
+}
+
 static void foreign_realloc_silent(void)
 {
 	child_expect_abort("foreign_realloc_silent", "realloc",
@@ -310,6 +330,7 @@ static const struct test_case cases[] = {
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
+	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
 };
 
 static const struct test_case children[] = {
