@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "alloc_api.h"
 #include "check.h"
+#include "held.h"
 
 #define MIB ((unsigned long)1 << 20)
 #define WINDOW 4
@@ -142,18 +143,6 @@ static void *dtor_thread(void *arg)
 	return arg;
 }
 
-static void check_held(size_t k, unsigned long *baseline)
-{
-	unsigned long held = get_data_segment_size();
-
-	if (k == BASELINE_AT)
-		*baseline = held;
-	if (k < BASELINE_AT)
-		return;
-	CHECKF(held <= 2 * *baseline + SLACK, "after %zu threads: %lu bytes "
-	       "held, %lu after %d", k, held, *baseline, BASELINE_AT);
-}
-
 static void dtor_allocates_after_teardown(void)
 {
 	pthread_t t[WINDOW];
@@ -170,7 +159,7 @@ static void dtor_allocates_after_teardown(void)
 			CHECK(pthread_join(t[i], NULL) == 0);
 		free_kept();
 		if (k % SAMPLE_EVERY == 0)
-			check_held(k, &baseline);
+			check_held(k, BASELINE_AT, SLACK, &baseline);
 	}
 	printf("held %lu bytes after %d threads, %lu after %d\n", baseline,
 	       BASELINE_AT, get_data_segment_size(), DTOR_THREADS);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "alloc_api.h"
 #include "check.h"
+#include "held.h"
 
 #define WINDOW 4
 #define SLOTS (2 * WINDOW)
@@ -103,18 +104,6 @@ static void spawn(size_t k)
 	running[k % SLOTS] = 1;
 }
 
-static void check_held(size_t k, unsigned long *baseline)
-{
-	unsigned long held = get_data_segment_size();
-
-	if (k == BASELINE_AT)
-		*baseline = held;
-	if (k < BASELINE_AT)
-		return;
-	CHECKF(held <= 2 * *baseline + SLACK, "after %zu threads: %lu bytes "
-	       "held, %lu after %d", k, held, *baseline, BASELINE_AT);
-}
-
 static void dead_thread_memory_grows(void)
 {
 	unsigned long baseline = 0;
@@ -124,7 +113,7 @@ static void dead_thread_memory_grows(void)
 		if (k % SAMPLE_EVERY == 0 && k > 0) {
 			for (j = k - WINDOW; j < k; j++)
 				join(j);
-			check_held(k, &baseline);
+			check_held(k, BASELINE_AT, SLACK, &baseline);
 		}
 		if (k >= WINDOW)
 			join(k - WINDOW);
@@ -134,7 +123,7 @@ static void dead_thread_memory_grows(void)
 		join(j);
 	for (j = 0; j < SLOTS; j++)
 		free_leftovers(&slot[j]);
-	check_held(k, &baseline);
+	check_held(k, BASELINE_AT, SLACK, &baseline);
 	printf("held %lu bytes after %d threads, %lu after %d\n", baseline,
 	       BASELINE_AT, get_data_segment_size(), THREAD_COUNT);
 }
