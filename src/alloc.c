@@ -34,7 +34,9 @@ oom:
 
 void *tl_malloc_slow(size_t size)
 {
-	return tl_malloc_generic(tl_heap_local, size);
+	void *p = tl_malloc_generic(tl_heap_local, size);
+	tl_purger_poll();
+	return p;
 }
 
 void *tl_alloc_aligned(size_t alignment, size_t size)

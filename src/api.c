@@ -145,7 +145,9 @@ int tl_trim(void)
 	if (tl_heap_is_thread_heap(heap))
 		tl_heap_collect_all(heap, true);
 	tl_shared_collect(true);
-	return tl_pool_purge(true) ? 1 : 0;
+	int purged = tl_pool_purge(true) ? 1 : 0;
+	tl_purger_poll();
+	return purged;
 }
 
 #ifndef TL_NO_OVERRIDE

@@ -117,4 +117,5 @@ void tl_free_slow(void *p)
 	if (!tl_segment_is_ours(p))
 		tl_fatal("free", p, "not allocated by tlmalloc");
 	tl_free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
+	tl_purger_poll();
 }

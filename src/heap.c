@@ -14,6 +14,15 @@
  * the rest go to the pool) and brings back full pages that other threads
  * freed into.  A queue head is never given back: no thrash on malloc/free
  * loops.
+ *
+ * Young groups: the classes the direct table serves come in five groups of
+ * four (16-64, 80-128, 160-256, 320-512, 640-1024 bytes).  While a group is
+ * young, its four classes share the page of its largest class, a power of
+ * two (so a block asked for at an alignment of its class still has it): a
+ * thread that holds a few small blocks touches one OS page per group, not
+ * one per class.  A group grows up, for good, when that page's first carve
+ * (TL_EXTEND_BYTES) is used up; from then on each class has its own pages.
+ * The waste is bounded by that one carve per group.
  */
 #include <pthread.h>
 
@@ -43,23 +52,53 @@ tl_heap tl_heap_exiting;
 __thread tl_heap *tl_heap_local TL_TLS =
 	&tl_heap_empty;
 
-/* Point the direct slots of class cls at the head of its queue. */
+#define TL_YOUNG_GROUPS 5
+#define TL_YOUNG_CLASSES (4 * TL_YOUNG_GROUPS)
+_Static_assert(TL_DIRECT_MAX == 1024, "young groups: classes 1..20, to 1024");
+
+static unsigned young_group(unsigned cls)
+{
+	return (cls - 1) / 4;
+}
+
+/* The largest class of group g, whose page the group shares while young. */
+static unsigned young_top(unsigned g)
+{
+	return 4 * g + 4;
+}
+
+static bool class_is_young(const tl_heap *heap, unsigned cls)
+{
+	return cls <= TL_YOUNG_CLASSES && (heap->young >> young_group(cls)) & 1;
+}
+
+/*
+ * Point the direct slots of class cls at the head of its queue; the top of
+ * a young group takes the slots of the whole group.
+ */
 static void heap_set_direct(tl_heap *heap, unsigned cls)
 {
 	uint32_t size = tl_class_size[cls];
 	if (size > TL_DIRECT_MAX)
 		return;
+	unsigned first = cls;
+	if (class_is_young(heap, cls)) {
+		if (cls != young_top(young_group(cls)))
+			return;	/* its slots are the top's */
+		first = cls - 3;
+	}
 	tl_page *page = heap->queue[cls].first;
 	if (page == NULL)
 		page = &tl_page_empty;
-	unsigned lo = cls == 1 ? 0 : tl_class_size[cls - 1] / 16 + 1;
+	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)
 		heap->direct[i] = page;
 }
 
 void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
 {
-	*heap = (tl_heap){ .direct = direct, .id = id };
+	*heap = (tl_heap){ .direct = direct, .id = id,
+			   .young = (1u << TL_YOUNG_GROUPS) - 1 };
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		heap->direct[i] = &tl_page_empty;
 }
@@ -168,8 +207,33 @@ static bool heap_sweep_due(const tl_heap *heap)
 	       heap->fresh_since_sweep >= 64;
 }
 
+/*
+ * Whether young group g can still allocate from its top class's head page:
+ * there is none yet, or it has free blocks, or its first carve is to come.
+ */
+static bool young_fits(tl_heap *heap, unsigned g)
+{
+	tl_page *page = heap->queue[young_top(g)].first;
+	return page == NULL || page->free != NULL || page->capacity == 0 ||
+	       tl_page_collect_head(page);
+}
+
+static void young_grow_up(tl_heap *heap, unsigned g)
+{
+	heap->young &= ~(1u << g);
+	for (unsigned cls = young_top(g) - 3; cls <= young_top(g); cls++)
+		heap_set_direct(heap, cls);
+}
+
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 {
+	if (class_is_young(heap, cls)) {
+		unsigned g = young_group(cls);
+		if (young_fits(heap, g))
+			cls = young_top(g);
+		else
+			young_grow_up(heap, g);
+	}
 	tl_page *page = heap_scan_queue(heap, cls);
 	if (page != NULL)
 		return page;

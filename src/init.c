@@ -19,7 +19,11 @@
  *
  * Purger: only in a program that has threads already (a single-threaded
  * program never gets one), a detached thread purges due pages while there
- * are any, then exits; the next page given back starts it again.
+ * are any, then exits; the next page given back starts it again.  The pool
+ * only asks for it (tl_purger_wake): pthread_create allocates, and a malloc
+ * in the middle of a heap's sweep, or under the shared heap's lock, would
+ * re-enter what is half done.  The slow paths start it on their way out
+ * (tl_purger_poll).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,6 +39,7 @@ enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static tl_atomic_u32 init_state;
 static pthread_key_t heap_key;
 static tl_atomic_u32 purger_running;
+tl_atomic_u32 tl_purger_wanted;
 
 static void thread_exit(void *arg)
 {
@@ -42,6 +47,7 @@ static void thread_exit(void *arg)
 	tl_heap_local = &tl_heap_exiting;
 	tl_heap_destroy(heap);
 	tl_pool_heap_free(heap);
+	tl_purger_poll();
 }
 
 static void fork_prepare(void)
@@ -61,6 +67,7 @@ static void fork_child(void)
 	tl_pool_fork_child();
 	tl_ts_fork_child();
 	tl_u32_store_relaxed(&purger_running, 0);
+	tl_u32_store_relaxed(&tl_purger_wanted, 0);
 }
 
 void tl_process_init(void)
@@ -112,7 +119,14 @@ static void *purger_main(void *arg)
 
 void tl_purger_wake(void)
 {
+	if (tl_u32_load_relaxed(&purger_running) == 0)
+		tl_u32_store_relaxed(&tl_purger_wanted, 1);
+}
+
+void tl_purger_start(void)
+{
 	uint32_t expected = 0;
+	tl_u32_store_relaxed(&tl_purger_wanted, 0);
 	if (tl_u32_load_relaxed(&purger_running) != 0 ||
 	    !tl_u32_cas_strong_acquire(&purger_running, &expected, 1))
 		return;

@@ -48,7 +48,9 @@ void tl_shared_collect(bool release)
 
 void *ts_malloc_lock(size_t size)
 {
-	return tl_shared_malloc(size);
+	void *p = tl_shared_malloc(size);
+	tl_purger_poll();
+	return p;
 }
 
 void ts_free_lock(void *ptr)
@@ -56,6 +58,7 @@ void ts_free_lock(void *ptr)
 	tl_lock_acquire(&ts_lock);
 	tl_heap_free(ts_heap_locked(), ptr);
 	tl_lock_release(&ts_lock);
+	tl_purger_poll();
 }
 
 void *ts_malloc_nolock(size_t size)

@@ -281,8 +281,21 @@ void *tl_calloc_impl(size_t count, size_t size);
 void tl_process_init(void);
 /* Arrange for tl_heap_destroy(heap) at the calling thread's exit. */
 void tl_thread_register(tl_heap *heap);
-/* The pool has pages to purge in a threaded program: start the purger. */
+/*
+ * The pool has pages to purge in a threaded program: ask for the purger.
+ * pthread_create allocates, so the thread is started later, by
+ * tl_purger_poll at the end of a slow path: no heap operation under way,
+ * no lock held.
+ */
 void tl_purger_wake(void);
+extern tl_atomic_u32 tl_purger_wanted;
+void tl_purger_start(void) TL_NOINLINE;
+
+static inline void tl_purger_poll(void)
+{
+	if (tl_unlikely(tl_u32_load_relaxed(&tl_purger_wanted) != 0))
+		tl_purger_start();
+}
 /* Report a fatal misuse and abort. */
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);

@@ -202,6 +202,9 @@ struct tl_heap {
 	uint32_t empty_count;
 	uint32_t pages_owned;		/* pages in the queues and full list */
 	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
+	/* Bit g: class group g is young, its classes share the page of its
+	 * largest class (heap.c, "young groups"). */
+	uint32_t young;
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 

@@ -97,19 +97,21 @@ static void overrun_into_link_child(void)
 	for (int i = 0; i < N; i++)
 		b[i] = malloc(SIZE);
 	char *victim = NULL;
+	size_t bs = 0;
 	for (int i = 0; i < N && victim == NULL; i++) {
-		char *next = b[i] + SIZE;
+		bs = malloc_usable_size(b[i]);	/* the block's whole size */
+		char *next = b[i] + bs;
 		uintptr_t in_page = (uintptr_t)next & 0xffff;
 		int taken = 0;
 		for (int j = 0; j < N; j++)
 			taken |= b[j] == next;
-		if (!taken && in_page + SIZE <= 4096)
+		if (!taken && in_page + bs <= 4096)
 			victim = b[i];
 	}
 	CHECK(victim != NULL);
 	static char target[64];
 	char *forged = target;
-	memcpy(victim + SIZE, &forged, sizeof(forged));	/* one past the end */
+	memcpy(victim + bs, &forged, sizeof(forged));	/* one past the end */
 	for (int i = 0; i < MANY; i++) {
 		char *q = malloc(SIZE);
 		CHECKF(q != target, "malloc returned the forged pointer");
