@@ -20,9 +20,11 @@
  * young, its four classes share the page of its largest class, a power of
  * two (so a block asked for at an alignment of its class still has it): a
  * thread that holds a few small blocks touches one OS page per group, not
- * one per class.  A group grows up, for good, when that page's first carve
- * (TL_EXTEND_BYTES) is used up; from then on each class has its own pages.
- * The waste is bounded by that one carve per group.
+ * one per class.  A group grows up, for good, when that page has no free
+ * block left and would need more carved (or another page): its first carve
+ * (TL_EXTEND_BYTES), or the free blocks of a page it adopted.  From then on
+ * each class has its own pages; the blocks larger than their class are
+ * those few, per group.
  */
 #include <pthread.h>
 

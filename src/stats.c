@@ -36,15 +36,20 @@ static void copy_classes(struct tl_stats *st, const struct tl_pool_stats *ps)
 	}
 }
 
-static void snapshot(struct tl_stats *st)
+void tl_stats_counted(struct tl_pool_stats *ps)
 {
-	struct tl_pool_stats ps;
 	tl_heap *heap = tl_heap_local;
-	/* The caller's own frees and pops, and the shared heap's, counted. */
 	if (tl_heap_is_thread_heap(heap))
 		tl_heap_collect_all(heap, false);
 	tl_shared_collect(false);
-	tl_pool_stats_get(&ps);
+	tl_pool_stats_get(ps);
+	tl_purger_poll();	/* the collects may have given pages back */
+}
+
+static void snapshot(struct tl_stats *st)
+{
+	struct tl_pool_stats ps;
+	tl_stats_counted(&ps);
 	*st = (struct tl_stats){
 		.version = TL_STATS_VERSION,
 		.mapped = ps.mapped,

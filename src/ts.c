@@ -71,27 +71,17 @@ void ts_free_nolock(void *ptr)
 	tl_free_local(ptr);
 }
 
-/* Count the frees of the caller's heap and of the shared heap first. */
-static void stats_get(struct tl_pool_stats *st)
-{
-	tl_heap *heap = tl_heap_local;
-	if (tl_heap_is_thread_heap(heap))
-		tl_heap_collect_all(heap, false);
-	tl_shared_collect(false);
-	tl_pool_stats_get(st);
-}
-
 unsigned long get_data_segment_size(void)
 {
 	struct tl_pool_stats st;
-	stats_get(&st);
+	tl_stats_counted(&st);
 	return (unsigned long)st.held;
 }
 
 unsigned long get_data_segment_free_space_size(void)
 {
 	struct tl_pool_stats st;
-	stats_get(&st);
+	tl_stats_counted(&st);
 	return (unsigned long)(st.held > st.live ? st.held - st.live : 0);
 }
 

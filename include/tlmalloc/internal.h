@@ -242,6 +242,9 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
 bool tl_pool_purge(bool force);
 bool tl_pool_purge_pending(void);
 void tl_pool_stats_get(struct tl_pool_stats *out);
+/* The same after counting the caller's heap and the shared heap exactly
+ * (stats.c). */
+void tl_stats_counted(struct tl_pool_stats *out);
 void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
 void tl_pool_fork_child(void);
