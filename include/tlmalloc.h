@@ -80,7 +80,7 @@ TL_API int tl_option_set(const char *name, long value);
  * there).  Both settle when the page is next counted (its heap's sweep,
  * tl_trim, thread exit).
  */
-#define TL_STATS_VERSION 1
+#define TL_STATS_VERSION 2
 #define TL_STATS_CLASSES 48	/* size classes, smallest first */
 
 struct tl_stats_class {
@@ -116,6 +116,9 @@ struct tl_stats {
 	uint64_t mapped_peak;	/* most bytes mapped at once */
 	uint64_t segments_peak;	/* most segments mapped at once */
 	struct tl_stats_class classes[TL_STATS_CLASSES];
+	/* Version 2. */
+	uint64_t remote_frees;	/* blocks freed by a thread other than
+				   their page's owner (huge blocks aside) */
 };
 
 /*

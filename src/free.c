@@ -44,8 +44,8 @@ static bool list_holds(const tl_page *page, const tl_block *b,
  * blocks of a thread_free snapshot do not change under it). */
 static bool page_holds_free(const tl_page *page, const tl_block *block)
 {
-	const tl_block *remote = (const tl_block *)
-		tl_uptr_load_acquire(&page->thread_free);
+	const tl_block *remote =
+		tl_remote_list(tl_uptr_load_acquire(&page->thread_free));
 	return list_holds(page, page->free, block) ||
 	       list_holds(page, page->local_free, block) ||
 	       list_holds(page, remote, block);
@@ -79,10 +79,13 @@ static void free_remote(tl_page *page, tl_block *block)
 	tl_secure_on_free(page, block, false);
 #endif
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
+	uintptr_t next;
 	do {
-		block->next = tl_link_encode(page, block, (tl_block *)head);
-	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head,
-					   (uintptr_t)block));
+		block->next = tl_link_encode(page, block, tl_remote_list(head));
+		/* one more in the count; it wraps at 2^16 (statistics only) */
+		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
+		       (uintptr_t)block;
+	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 }
 
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)

@@ -17,6 +17,8 @@
 #include "tlmalloc/os.h"
 #endif
 
+tl_atomic_u64 tl_remote_frees;
+
 /* Carve at most this many bytes of fresh blocks at a time. */
 #define TL_EXTEND_BYTES 4096
 #define TL_EXTEND_MIN_BLOCKS 4
@@ -164,9 +166,10 @@ void tl_page_collect(tl_page *page)
 		page->local_free = NULL;
 	}
 	if (tl_uptr_load_relaxed(&page->thread_free) != 0) {
-		tl_block *list = (tl_block *)
-			tl_uptr_exchange_acquire(&page->thread_free, 0);
-		tl_page_set_avail(page, page->avail + splice_into_free(page, list));
+		uintptr_t w = tl_uptr_exchange_acquire(&page->thread_free, 0);
+		uint32_t n = splice_into_free(page, tl_remote_list(w));
+		tl_page_set_avail(page, page->avail + n);
+		tl_u64_add_relaxed(&tl_remote_frees, n);
 	}
 }
 
@@ -179,7 +182,9 @@ bool tl_page_collect_head(tl_page *page)
 	}
 	if (tl_uptr_load_relaxed(&page->thread_free) == 0)
 		return false;
-	page->free = (tl_block *)tl_uptr_exchange_acquire(&page->thread_free, 0);
+	uintptr_t w = tl_uptr_exchange_acquire(&page->thread_free, 0);
+	page->free = tl_remote_list(w);
+	tl_u64_add_relaxed(&tl_remote_frees, tl_remote_count(w));
 	return true;
 }
 

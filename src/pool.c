@@ -499,6 +499,9 @@ static void stats_huge_locked(struct tl_pool_stats *out, const tl_segment *seg)
 static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
 {
 	uintptr_t owner = tl_uptr_load_acquire(&page->owner);
+	/* frees from other threads its owner has not collected yet */
+	out->remote_frees +=
+		tl_remote_count(tl_uptr_load_relaxed(&page->thread_free));
 	size_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
 	size_t avail = __atomic_load_n(&page->avail, __ATOMIC_RELAXED);
 	size_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
@@ -549,6 +552,7 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	out->mapped = pool.mapped;
 	out->mapped_peak = pool.mapped_peak;
 	out->segments_peak = pool.segments_peak;
+	out->remote_frees = tl_u64_load_relaxed(&tl_remote_frees);
 	out->purged = pool.purged;
 	out->segments_unmapped = pool.unmapped;
 	out->threads_seen = pool.threads_seen;

@@ -69,6 +69,7 @@ static void snapshot(struct tl_stats *st)
 		.huge_cached = ps.huge_cached,
 		.mapped_peak = ps.mapped_peak,
 		.segments_peak = ps.segments_peak,
+		.remote_frees = ps.remote_frees,
 	};
 	copy_classes(st, &ps);
 }
@@ -192,6 +193,7 @@ static void json_write(struct out *o, const struct tl_stats *st)
 	json_field(o, "huge_cached", st->huge_cached);
 	json_field(o, "mapped_peak", st->mapped_peak);
 	json_field(o, "segments_peak", st->segments_peak);
+	json_field(o, "remote_frees", st->remote_frees);
 	put(o, ",\"classes\":[");
 	bool first = true;
 	for (unsigned i = 0; i < st->class_count; i++) {
@@ -247,7 +249,9 @@ static void print_counts(struct out *o, const struct tl_stats *st)
 	put_u64(o, st->threads_seen);
 	put(o, " seen, ");
 	put_u64(o, st->threads_live);
-	put(o, " live\n  pool lock: ");
+	put(o, " live; ");
+	put_u64(o, st->remote_frees);
+	put(o, " frees from other threads\n  pool lock: ");
 	put_u64(o, st->lock_acquired);
 	put(o, " acquisitions, ");
 	put_u64(o, st->lock_waited);

@@ -123,6 +123,27 @@ static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
 void tl_page_format(tl_page *page, unsigned cls);
 /* Carve more fresh blocks into page->free; false if none are left. */
 bool tl_page_extend(tl_page *page);
+/*
+ * A thread_free word: the list of blocks other threads freed into the page,
+ * and in its top 16 bits (above every user-space address) how many, so the
+ * owner and the statistics learn the count without walking the list.
+ */
+#define TL_REMOTE_COUNT_SHIFT 48
+#define TL_REMOTE_ONE ((uintptr_t)1 << TL_REMOTE_COUNT_SHIFT)
+
+static inline tl_block *tl_remote_list(uintptr_t w)
+{
+	return (tl_block *)(w & (TL_REMOTE_ONE - 1));
+}
+
+static inline uint32_t tl_remote_count(uintptr_t w)
+{
+	return (uint32_t)(w >> TL_REMOTE_COUNT_SHIFT);
+}
+
+/* Frees from other threads collected by the pages' owners, in all. */
+extern tl_atomic_u64 tl_remote_frees;
+
 /* Move local_free and thread_free into free, counting them in avail. */
 void tl_page_collect(tl_page *page);
 /*
@@ -218,6 +239,7 @@ struct tl_pool_stats {
 	uint64_t lock_waited;
 	uint64_t mapped_peak;	/* most bytes mapped at once */
 	uint64_t segments_peak;	/* most segments mapped at once */
+	uint64_t remote_frees;	/* collected by owners, and still pending */
 	uint64_t pages_abandoned;	/* pages of exited threads, in the pool */
 	uint64_t pages_free;	/* pages in the pool's free lists */
 	uint64_t huge_blocks;	/* huge blocks handed out */

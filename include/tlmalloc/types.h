@@ -146,7 +146,9 @@ typedef struct tl_page {
 	 * take the line the owner's malloc and free write.
 	 */
 	tl_atomic_uptr owner __attribute__((aligned(64)));
-	tl_atomic_uptr thread_free;	/* any thread: CAS push of tl_block* */
+	/* any thread: CAS push of a tl_block*, with the list's length in
+	 * the top bits (tl_remote_list, tl_remote_count) */
+	tl_atomic_uptr thread_free;
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */

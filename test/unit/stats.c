@@ -7,6 +7,9 @@
  *                        class's live blocks, or freed ones stay there
  *   version_ignored      a caller's smaller struct is overrun, or the
  *                        version is not set
+ *   remote_frees_not_counted  blocks freed by another thread are not
+ *                        counted (before and after their owner collects
+ *                        them), counted twice, or the owner's own frees are
  *   json_malformed       tl_stats_json writes text that does not parse as
  *                        JSON, lacks a figure, or breaks the snprintf
  *                        contract on a small buffer
@@ -26,6 +29,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -132,6 +136,51 @@ static void live_not_counted(void)
 	       mid.held);
 	CHECK(after.purged > mid.purged ||
 	      after.segments_unmapped > mid.segments_unmapped);
+}
+
+/* Blocks of main freed by another thread, then main's own frees. */
+enum { REMOTE = 5000 };
+static void *remote_blocks[REMOTE];
+
+static void *free_remote_blocks(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < REMOTE; i++)
+		free(remote_blocks[i]);
+	return NULL;
+}
+
+static void remote_frees_not_counted(void)
+{
+	for (int i = 0; i < REMOTE; i++)
+		CHECK((remote_blocks[i] = malloc(24 + i % 200)) != NULL);
+	struct tl_stats before = snap();
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_remote_blocks, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* Counted whether main has collected them yet or not. */
+	struct tl_stats mid = snap();
+	CHECKF(mid.remote_frees >= before.remote_frees + REMOTE,
+	       "%" PRIu64 " -> %" PRIu64, before.remote_frees,
+	       mid.remote_frees);
+	/* Collected by main (its blocks come back), still counted once. */
+	for (int i = 0; i < REMOTE; i++)
+		CHECK((remote_blocks[i] = malloc(24 + i % 200)) != NULL);
+	tl_trim();
+	struct tl_stats after = snap();
+	CHECKF(after.remote_frees == mid.remote_frees,
+	       "%" PRIu64 " -> %" PRIu64, mid.remote_frees,
+	       after.remote_frees);
+	/* The owner's own frees are not remote. */
+	for (int i = 0; i < REMOTE; i++)
+		free(remote_blocks[i]);
+	tl_trim();
+	struct tl_stats own = snap();
+	CHECKF(own.remote_frees == after.remote_frees,
+	       "own frees counted as remote: %" PRIu64 " -> %" PRIu64,
+	       after.remote_frees, own.remote_frees);
+	CHECK(tl_stats_get(&own, offsetof(struct tl_stats, remote_frees)) ==
+	      offsetof(struct tl_stats, remote_frees));
 }
 
 static void version_ignored(void)
@@ -276,7 +325,8 @@ static void json_malformed(void)
 		"segments_unmapped", "threads_seen", "threads_live",
 		"lock_acquired", "lock_waited", "pages_abandoned",
 		"pages_free", "huge_blocks", "huge_bytes", "huge_cached",
-		"mapped_peak", "segments_peak", "block_size", "pages",
+		"mapped_peak", "segments_peak", "remote_frees", "block_size",
+		"pages",
 		"blocks_carved", "blocks_live",
 	};
 	for (size_t k = 0; k < TEST_COUNT(keys); k++)
@@ -462,6 +512,7 @@ static void show_stats_silent(void)
 static const struct test_case cases[] = {
 	{ "live_not_counted", live_not_counted },
 	{ "version_ignored", version_ignored },
+	{ "remote_frees_not_counted", remote_frees_not_counted },
 	{ "json_malformed", json_malformed },
 	{ "mallinfo2_wrong", mallinfo2_wrong },
 	{ "malloc_info_broken", malloc_info_broken },
