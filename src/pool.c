@@ -52,6 +52,7 @@ static struct tl_pool {
 	uint64_t purged;			/* bytes madvised, in all */
 	uint64_t unmapped;			/* segments unmapped by purges */
 	bool threaded;			/* a second heap was ever made */
+	bool orphans;			/* fork child: orphaned pages to count */
 } pool = {
 	.lock = TL_LOCK_INIT,
 	.next_purge_ms = UINT64_MAX,
@@ -131,6 +132,8 @@ static tl_page *take_free_locked(enum tl_page_kind kind)
 	return page;
 }
 
+static void adopt_orphans_locked(void);
+
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 {
 	enum tl_page_kind kind = tl_class_size[cls] <= TL_SMALL_MAX
@@ -138,6 +141,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 	tl_page *page;
 	for (;;) {
 		tl_lock_acquire(&pool.lock);
+		adopt_orphans_locked();
 		page = pool.abandoned[cls].first;
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
@@ -307,6 +311,17 @@ void tl_pool_abandon_page(tl_page *page)
  * under the pool lock its lists are ours to count (other threads only push
  * on thread_free, atomically).
  */
+/* An empty page nobody owns goes back to the free list, due now. */
+static void give_unowned_locked(tl_page *page, uint64_t now)
+{
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+	page->dirty = 1;
+	page->purge_at_ms = now;
+	page->in_pool = 1;
+	tl_segment_of(page->start)->used_pages--;
+	tl_list_push_front(&pool.free_pages[page->kind], page);
+}
+
 static void reclaim_abandoned_locked(uint64_t now)
 {
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
@@ -320,14 +335,70 @@ static void reclaim_abandoned_locked(uint64_t now)
 			if (page->avail != page->capacity)
 				continue;
 			tl_list_remove(&pool.abandoned[cls], page);
-			tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-			page->dirty = 1;
-			page->purge_at_ms = now;
-			page->in_pool = 1;
-			tl_segment_of(page->start)->used_pages--;
-			tl_list_push_front(&pool.free_pages[page->kind], page);
+			give_unowned_locked(page, now);
 		}
 	}
+}
+
+/*
+ * fork: in the child only the forking thread runs on.  The pages the other
+ * threads' heaps owned (not the forking thread's, not the shared heap's)
+ * are marked orphaned by tl_pool_fork_child, before any new thread could
+ * be given a dead one's thread pointer for its id; frees into them go the
+ * way of abandoned pages (thread_free).  Here, at the first page taken or
+ * purge after the fork, they are counted and become abandoned pages, or
+ * free ones if empty, so blocks the child frees there are reused.  The
+ * counting is not done in the fork handler, so a child that only execs
+ * pays for the marking walk alone.  (A dead heap's few cached empty pages
+ * stay where they are.)
+ */
+static void for_each_page_locked(void (*fn)(tl_page *, uint64_t), uint64_t arg)
+{
+	for (tl_segment *seg = pool.segments; seg != NULL; seg = seg->next) {
+		if (seg->kind == TL_PAGE_HUGE)
+			continue;
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			tl_page *page = tl_segment_page(seg, i);
+			if (!page->in_pool)
+				fn(page, arg);
+		}
+	}
+}
+
+/* arg: the forking thread's id. */
+static void orphan_page(tl_page *page, uint64_t arg)
+{
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
+	if (owner < TL_OWNER_MARKERS || id == (uintptr_t)arg ||
+	    id == tl_shared_heap_id())
+		return;
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ORPHAN);
+	pool.orphans = true;
+}
+
+/* arg: now, in ms. */
+static void adopt_orphan_locked(tl_page *page, uint64_t arg)
+{
+	if (tl_uptr_load_relaxed(&page->owner) != TL_OWNER_ORPHAN)
+		return;
+	tl_page_count_avail(page);	/* a queue head's avail meant nothing */
+	tl_page_collect(page);
+	if (page->avail == page->capacity) {
+		give_unowned_locked(page, arg);
+		return;
+	}
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	tl_list_push_back(&pool.abandoned[page->size_class], page);
+}
+
+static void adopt_orphans_locked(void)
+{
+	if (tl_likely(!pool.orphans))
+		return;
+	pool.orphans = false;
+	for_each_page_locked(adopt_orphan_locked, tl_os_now_ms());
+	note_purge_at_locked(tl_os_now_ms());
 }
 
 tl_heap *tl_pool_heap_alloc(void)
@@ -403,6 +474,7 @@ bool tl_pool_purge(bool force)
 		tl_lock_release(&pool.lock);
 		return false;
 	}
+	adopt_orphans_locked();
 	reclaim_abandoned_locked(now);
 	tl_segment *next;
 	for (tl_segment *seg = pool.segments; seg != NULL; seg = next) {
@@ -579,4 +651,5 @@ void tl_pool_fork_child(void)
 	tl_lock_reset(&pool.lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	pool.heaps_live = pool.heaps_live > 0 ? 1 : 0;
+	for_each_page_locked(orphan_page, tl_thread_id());
 }

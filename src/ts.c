@@ -30,6 +30,11 @@ static tl_heap *ts_heap_locked(void)
 	return &ts_heap;
 }
 
+uintptr_t tl_shared_heap_id(void)
+{
+	return (uintptr_t)&ts_heap;
+}
+
 void *tl_shared_malloc(size_t size)
 {
 	tl_lock_acquire(&ts_lock);

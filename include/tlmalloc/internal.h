@@ -272,6 +272,8 @@ void tl_pool_fork_parent(void);
 void tl_pool_fork_child(void);
 
 /* ---- the shared heap behind one lock (ts.c) ---- */
+/* The owner id of the shared heap's pages. */
+uintptr_t tl_shared_heap_id(void);
 /* malloc from the shared heap: the lock baseline, and exiting threads. */
 void *tl_shared_malloc(size_t size);
 /* tl_heap_collect_all of the shared heap, under its lock. */

@@ -90,13 +90,16 @@ typedef struct tl_segment tl_segment;
  * The free fast path compares owner with the caller's thread pointer: any
  * flag or marker sends it to the generic path.  A thread pointer can be
  * reused by a later thread only after the exit of the first, which leaves
- * no page with its id (tl_heap_destroy).
+ * no page with its id (tl_heap_destroy), or in the child of a fork, whose
+ * other threads' pages are orphaned first (tl_pool_fork_child).
  */
 #define TL_OWNER_FREE 0u	/* in the pool, or never used */
 #define TL_OWNER_ABANDONED 2u	/* its thread exited with live blocks */
 #define TL_OWNER_HUGE 4u	/* a huge segment's single page */
 #define TL_OWNER_FOLLOWER 6u	/* a slice inside a page: see slice_offset */
+#define TL_OWNER_ORPHAN 8u	/* fork child: a page of a thread left behind */
 #define TL_OWNER_FULL 1u	/* flag on a heap pointer */
+#define TL_OWNER_MARKERS 64u	/* owner words below this are no heap's */
 
 enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
 

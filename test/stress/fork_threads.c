@@ -10,6 +10,12 @@
  * held at the fork: alarm() turns the hang into a SIGALRM death), crashes,
  * or finds its memory damaged.
  *
+ * fork_orphans_leak: ORPHAN_THREADS threads each hold ORPHAN_BLOCKS small
+ * blocks, alive and waiting, when main forks.  The child frees them all
+ * (their threads do not exist there), then allocates as many of the same
+ * size: the memory held must not grow by their size, i.e. the dead
+ * threads' pages were reused, not leaked.
+ *
  * Not part of the ThreadSanitizer set: TSan does not support a child that
  * keeps running threads after a fork of a multi-threaded process.
  */
@@ -18,6 +24,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "alloc_api.h"
@@ -162,8 +169,81 @@ static void fork_child_deadlocks(void)
 		CHECK(pthread_join(t[i], NULL) == 0);
 }
 
+#define ORPHAN_THREADS 4
+#define ORPHAN_BLOCKS 20000
+#define ORPHAN_SIZE 48
+
+static void *orphans[ORPHAN_THREADS][ORPHAN_BLOCKS];
+static pthread_barrier_t orphans_ready, orphans_done;
+
+static void *orphan_owner(void *arg)
+{
+	void **mine = orphans[(uintptr_t)arg];
+
+	for (int i = 0; i < ORPHAN_BLOCKS; i++) {
+		CHECK((mine[i] = T_MALLOC(ORPHAN_SIZE)) != NULL);
+		memset(mine[i], (int)(uintptr_t)arg + 1, ORPHAN_SIZE);
+	}
+	pthread_barrier_wait(&orphans_ready);
+	pthread_barrier_wait(&orphans_done);	/* alive across the fork */
+	return NULL;
+}
+
+static void orphans_child(void)
+{
+	size_t before = get_data_segment_size();
+	void **again = T_MALLOC(sizeof(void *) * ORPHAN_THREADS *
+				ORPHAN_BLOCKS);
+
+	alarm(CHILD_SECONDS);
+	CHECK(again != NULL);
+	for (int t = 0; t < ORPHAN_THREADS; t++)
+		for (int i = 0; i < ORPHAN_BLOCKS; i++) {
+			const unsigned char *b = orphans[t][i];
+			CHECK(b[0] == t + 1 && b[ORPHAN_SIZE - 1] == t + 1);
+			T_FREE(orphans[t][i]);
+		}
+	for (int i = 0; i < ORPHAN_THREADS * ORPHAN_BLOCKS; i++)
+		CHECK((again[i] = T_MALLOC(ORPHAN_SIZE)) != NULL);
+	size_t after = get_data_segment_size();
+	/* The blocks alone are 3.75 MiB; allow a page per class and such. */
+	CHECKF(after <= before + MIB, "held %zu KiB before, %zu KiB after "
+	       "freeing and reallocating the other threads' blocks",
+	       before >> 10, after >> 10);
+	_exit(0);
+}
+
+static void fork_orphans_leak(void)
+{
+	pthread_t t[ORPHAN_THREADS];
+	pid_t pid;
+
+	alarm(PARENT_SECONDS);
+	CHECK(pthread_barrier_init(&orphans_ready, NULL,
+				   ORPHAN_THREADS + 1) == 0);
+	CHECK(pthread_barrier_init(&orphans_done, NULL,
+				   ORPHAN_THREADS + 1) == 0);
+	for (int i = 0; i < ORPHAN_THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, orphan_owner,
+				     (void *)(uintptr_t)i) == 0);
+	pthread_barrier_wait(&orphans_ready);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		orphans_child();
+	wait_child(pid, 0);
+	pthread_barrier_wait(&orphans_done);
+	for (int i = 0; i < ORPHAN_THREADS; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	for (int t2 = 0; t2 < ORPHAN_THREADS; t2++)
+		for (int i = 0; i < ORPHAN_BLOCKS; i++)
+			T_FREE(orphans[t2][i]);
+}
+
 static const struct test_case tests[] = {
 	{ "fork_child_deadlocks", fork_child_deadlocks },
+	{ "fork_orphans_leak", fork_orphans_leak },
 };
 
 int main(int argc, char **argv)
