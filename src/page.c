@@ -8,6 +8,15 @@
  * two.  Fresh blocks are carved at most a few KiB at a time, so a page
  * touches its memory only as it is used.  Owner only, except thread_free.
  *
+ * fork: the child counts the pages of the parent's other threads (pool.c,
+ * "orphaned"), whose last update may have been cut in the middle by the
+ * fork.  So every update here that takes more than one store is ordered to
+ * leave, if cut, blocks that no list reaches (a leak in that child), never
+ * a block on two lists or past the carved part: a list is detached from
+ * its old place before it is linked into its new one, and capacity grows
+ * before fresh blocks are linked.  tl_fork_order() keeps the compiler from
+ * moving the stores across.
+ *
  * Every link stored in a block goes through tl_link_encode/tl_link_decode
  * (internal.h).  The secure build also gives each formatted page a new
  * secret, carves fresh blocks in a random order and marks them free.
@@ -132,8 +141,10 @@ bool tl_page_extend(tl_page *page)
 		n = TL_EXTEND_MIN_BLOCKS;
 	if (n > left)
 		n = left;
-	carve(page, page->start + (size_t)page->capacity * page->block_size, n);
+	uint8_t *first = page->start + (size_t)page->capacity * page->block_size;
 	tl_page_set_capacity(page, page->capacity + n);
+	tl_fork_order();
+	carve(page, first, n);
 	tl_page_set_avail(page, page->avail + n);
 	return true;
 }
@@ -160,10 +171,11 @@ static uint32_t splice_into_free(tl_page *page, tl_block *list)
 
 void tl_page_collect(tl_page *page)
 {
-	if (page->local_free != NULL) {
-		tl_page_set_avail(page, page->avail +
-					splice_into_free(page, page->local_free));
+	tl_block *local = page->local_free;
+	if (local != NULL) {
 		page->local_free = NULL;
+		tl_fork_order();
+		tl_page_set_avail(page, page->avail + splice_into_free(page, local));
 	}
 	if (tl_uptr_load_relaxed(&page->thread_free) != 0) {
 		uintptr_t w = tl_uptr_exchange_acquire(&page->thread_free, 0);
@@ -175,9 +187,11 @@ void tl_page_collect(tl_page *page)
 
 bool tl_page_collect_head(tl_page *page)
 {
-	if (page->local_free != NULL) {
-		page->free = page->local_free;
+	tl_block *local = page->local_free;
+	if (local != NULL) {
 		page->local_free = NULL;
+		tl_fork_order();
+		page->free = local;
 		return true;
 	}
 	if (tl_uptr_load_relaxed(&page->thread_free) == 0)

@@ -415,6 +415,16 @@ static inline void tl_block_taken(const tl_page *page, tl_block *block)
 /* ---- the fast paths ---- */
 
 /*
+ * No code: the stores before it stay before the stores after it, so an
+ * update cut by a fork in another thread leaves no block on two lists
+ * (page.c explains; the child counts such pages, pool.c "orphaned").
+ */
+static inline void tl_fork_order(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
  * owner is written by other threads (atomically) only to values that are
  * never the reader's heap, so the fast path may read it plainly and compare
  * in one instruction; ThreadSanitizer builds read it atomically.
@@ -480,6 +490,7 @@ static inline void *tl_malloc_local(size_t size)
 		block = page->local_free;
 		if (tl_likely(block != NULL)) {
 			page->local_free = NULL;
+			tl_fork_order();
 			page->free = tl_link_decode(page, block, block->next);
 			tl_block_taken(page, block);
 			return block;
@@ -495,6 +506,7 @@ static inline void tl_page_push_local(tl_page *page, void *p)
 	tl_secure_on_free(page, block, true);
 #endif
 	block->next = tl_link_encode(page, block, page->local_free);
+	tl_fork_order();
 	page->local_free = block;
 }
 
