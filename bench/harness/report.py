@@ -1,9 +1,9 @@
 """The Markdown report, built from a results set (the dict of runs.json).
 
 Sections: how it was made; where tlmalloc stands; the fast path
-(instructions per malloc+free pair); the classic observations; one table per workload (median of each measure, ratio to
-glibc, the best in each row in bold, FAILED for a cell with a failed run),
-with its plot; the system calls; the failed runs; the allocators (found
+(instructions per malloc+free pair); the classic observations; one table
+per workload (median of each measure, ratio to glibc, the best in each row
+in bold, FAILED for a cell with a failed run), with its plot; the system calls; the failed runs; the allocators (found
 and missing); the machine.
 """
 
@@ -226,8 +226,8 @@ def fastpath_standing_row(table, mix):
     value = own["instructions_per_pair"]
     vs_glibc = "%.2fx" % (value / glibc["instructions_per_pair"]) \
         if glibc and glibc["ok"] and glibc["instructions_per_pair"] else "–"
-    return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" % (
-        title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
+    return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" \
+        % (title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
         ranked[0][1], ranked[0][0])
 
 
@@ -245,8 +245,8 @@ def fastpath_budget_line(data, table):
         return head + "tlmalloc FAILED (see Failed runs)."
     values = [r["instructions_per_pair"] for r in rows]
     within = all(v <= fastpath_mod.BUDGET for v in values)
-    return head + "tlmalloc %s instructions per malloc+free pair (64 bytes / " \
-        "size mix), loop included; the budget is %d: **%s**." % (
+    return head + "tlmalloc %s instructions per malloc+free pair (64 " \
+        "bytes / size mix), loop included; the budget is %d: **%s**." % (
             " / ".join("%.1f" % v for v in values), fastpath_mod.BUDGET,
             "within" if within else "over")
 
