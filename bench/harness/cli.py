@@ -5,8 +5,10 @@
 
 Runs every (workload, point, allocator) cell --reps times in the order of
 schedule.interleave(), then loop and prodcons once per allocator under
-strace, and writes a new folder under --out (see results.py) with the raw
-runs, the report and the plots.  Progress goes to stderr.
+strace, then the fast-path pass (fastpath.py: callgrind's instructions per
+malloc+free pair, through bench/fastpath.sh), and writes a new folder
+under --out (see results.py) with the raw runs, the report and the plots.
+Progress goes to stderr.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import sys
 import time
 
 from . import allocators as alloc_mod
+from . import fastpath as fastpath_mod
 from . import machine, plots, report, results, workloads
 from .parse import parse_strace, strace_summary
 from .runner import Measured, judge, run_measured
@@ -46,7 +49,8 @@ def parse_args(argv):
     mode.add_argument("--full", action="store_true",
                       help="the full sizes of the classic experiments")
     parser.add_argument("--only", metavar="WORKLOAD,...", default="",
-                        help="run only these workloads")
+                        help="run only these workloads; `fastpath` names "
+                             "the callgrind pass (run by default)")
     parser.add_argument("--alloc", metavar="NAME,...", default="",
                         help="run only these allocators")
     parser.add_argument("--reps", type=int, default=0,
@@ -71,6 +75,8 @@ def parse_args(argv):
                              "off; 0 = off)" % QUICK_SLOW)
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the strace runs")
+    parser.add_argument("--no-fastpath", action="store_true",
+                        help="skip the fast-path pass (callgrind)")
     parser.add_argument("--no-plots", action="store_true",
                         help="skip the plots")
     parser.add_argument("--strict", action="store_true",
@@ -229,6 +235,25 @@ def run_strace(jobs, chosen_workloads, args, run_dir, progress):
     return {"available": True, "note": "", "rows": rows}
 
 
+def run_fastpath(allocs, args, wanted, progress):
+    """The fast-path pass's results (see fastpath.py), or why it did not
+    run."""
+    if not wanted:
+        why = "--no-fastpath given" if args.no_fastpath else \
+            "not selected (--only without fastpath)"
+        return {"available": False, "note": why, "rows": []}
+    return fastpath_mod.run_pass(allocs, args.bench_dir, args.timeout,
+                                 progress.note)
+
+
+def choose_workloads(names, no_fastpath=False):
+    """(workloads to time, whether the fast-path pass runs) from --only's
+    names: `fastpath` alone times no workload."""
+    timed = [n for n in names if n != fastpath_mod.NAME]
+    chosen = workloads.by_name(timed) if timed or not names else []
+    return chosen, fastpath_mod.selected(names, no_fastpath)
+
+
 def workload_dicts(chosen, full):
     return [{"name": w.name, "title": w.title, "summary": w.summary,
              "points": [p.label for p in w.points(full)],
@@ -252,15 +277,21 @@ def write_outputs(data, run_dir, args):
     results.write_runs_csv(os.path.join(run_dir, "runs.csv"), data["runs"])
     results.write_strace_csv(os.path.join(run_dir, "strace.csv"),
                              data["strace"]["rows"])
+    results.write_fastpath_csv(os.path.join(run_dir, "fastpath.csv"),
+                               data.get("fastpath", {}).get("rows", []))
     with open(os.path.join(run_dir, "report.md"), "w") as handle:
         handle.write(report.build_report(data))
 
 
-def list_everything(chosen_workloads, allocs, args):
+def list_everything(chosen_workloads, allocs, args, fastpath_wanted):
     print("workloads (%s mode):" % ("full" if args.full else "quick"))
     for work in chosen_workloads:
         print("  %-11s %s: %s" % (work.name, work.title, ", ".join(
             p.label for p in work.points(args.full))))
+    if fastpath_wanted:
+        print("  %-11s instructions per malloc+free pair (bench/fastpath.sh, "
+              "callgrind%s)" % (fastpath_mod.NAME, "" if shutil.which(
+                  "valgrind") else ": valgrind MISSING"))
     print("allocators:")
     for alloc in allocs:
         print("  %-14s %-8s %s" % (alloc.name, "found" if alloc.found
@@ -270,12 +301,20 @@ def list_everything(chosen_workloads, allocs, args):
 def report_only(args):
     run_dir = args.report_only
     data = results.load_json(os.path.join(run_dir, "runs.json"))
+    csv_path = os.path.join(run_dir, "fastpath.csv")
+    if os.path.isfile(csv_path):
+        # the CSV is the table's source: a corrected CSV redraws the report
+        data.setdefault("fastpath", {"available": True, "note": ""})
+        data["fastpath"]["rows"] = results.read_fastpath_csv(csv_path)
+    else:
+        data.setdefault("fastpath", {"available": False, "rows": [],
+                                     "note": "this run has no fastpath.csv"})
     write_outputs(data, run_dir, args)
     print(os.path.join(run_dir, "report.md"))
     return 0
 
 
-def announce(allocs, jobs, missing, args, progress):
+def announce(allocs, jobs, missing, args, progress, fastpath_wanted):
     found = [a.name for a in allocs if a.found]
     lost = ["%s (%s)" % (a.name, a.note) for a in allocs if not a.found]
     progress.note("allocators: %s" % ", ".join(found))
@@ -288,6 +327,9 @@ def announce(allocs, jobs, missing, args, progress):
     progress.note("%d cells x %d reps = %d runs (%s mode)" % (
         len(jobs), args.reps, len(jobs) * args.reps,
         "full" if args.full else "quick"))
+    if fastpath_wanted:
+        progress.note("then the fast-path pass: bench/fastpath.sh under "
+                      "callgrind")
 
 
 def main(argv=None):
@@ -296,24 +338,31 @@ def main(argv=None):
     if args.report_only:
         return report_only(args)
     try:
-        chosen = workloads.by_name(split_list(args.only))
+        chosen, fastpath_wanted = choose_workloads(split_list(args.only),
+                                                   args.no_fastpath)
         allocs = find_allocators(args)
     except ValueError as err:
         print("error: %s" % err, file=sys.stderr)
         return 2
     if args.list:
-        list_everything(chosen, allocs, args)
+        list_everything(chosen, allocs, args, fastpath_wanted)
         return 0
     jobs, missing = plan(chosen, allocs, args)
     progress = Progress(len(jobs) * args.reps,
                         default=1.0 if not args.full else 10.0)
-    announce(allocs, jobs, missing, args, progress)
+    announce(allocs, jobs, missing, args, progress, fastpath_wanted)
     run_dir = results.new_run_dir(args.out)
     started = time.time()
     runs, interrupted = run_all(jobs, args, progress)
     strace = {"available": False, "note": "interrupted", "rows": []}
+    fastpath = dict(strace)
     if not interrupted:
         strace = run_strace(jobs, chosen, args, run_dir, progress)
+        try:
+            fastpath = run_fastpath(allocs, args, fastpath_wanted, progress)
+        except KeyboardInterrupt:
+            progress.note("interrupted: writing what was measured so far")
+            interrupted = True
     data = {
         "command": recorded_command(argv),
         "repo": REPO,
@@ -330,6 +379,7 @@ def main(argv=None):
         "runs": runs,
         "missing": missing,
         "strace": strace,
+        "fastpath": fastpath,
     }
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)
@@ -337,9 +387,17 @@ def main(argv=None):
         progress.note("no plots: %s" % data["plots"]["note"])
     if not strace["available"]:
         progress.note("no strace table: %s" % strace["note"])
+    if not fastpath["available"]:
+        progress.note("no fast-path table: %s" % fastpath["note"])
     failed = sum(1 for r in runs if not r["ok"])
     progress.note("%d runs, %d failed; report: %s" % (
         len(runs), failed, os.path.join(run_dir, "report.md")))
-    if not jobs:
+    bad_counts = sum(1 for r in fastpath["rows"]
+                     if r["measured"] and not r["ok"])
+    if bad_counts:
+        progress.note("fast path: %d count%s FAILED (see the report)" % (
+            bad_counts, "" if bad_counts == 1 else "s"))
+    failed += bad_counts
+    if not jobs and not fastpath["available"]:
         return 1
     return 1 if (args.strict and failed) or interrupted else 0

@@ -1,13 +1,14 @@
 """The Markdown report, built from a results set (the dict of runs.json).
 
-Sections: how it was made; where tlmalloc stands; the classic
-observations; one table per workload (median of each measure, ratio to
-glibc, the best in each row in bold, FAILED for a cell with a failed run),
-with its plot; the system calls; the failed runs; the allocators (found
+Sections: how it was made; where tlmalloc stands; the fast path
+(instructions per malloc+free pair); the classic observations; one table
+per workload (median of each measure, ratio to glibc, the best in each row
+in bold, FAILED for a cell with a failed run), with its plot; the system calls; the failed runs; the allocators (found
 and missing); the machine.
 """
 
 from . import classic
+from . import fastpath as fastpath_mod
 from .parse import STRACE_COLUMNS
 from .stats import summarize
 
@@ -58,6 +59,7 @@ def best_values(values, higher):
 
 
 ONCE_MARK = "†"
+FASTPATH_TITLE = "Fast path: instructions per malloc+free pair (callgrind)"
 
 
 def cell_text(cell, measure, baseline, best, reps=0):
@@ -207,6 +209,48 @@ def standing_row(cells, workload, point, order):
         rss)
 
 
+def fastpath_standing_row(table, mix):
+    """The standing table's row for one size mix of the fast path."""
+    own = table.get("tlmalloc", {}).get(mix)
+    if own is None or not own["measured"]:
+        return None
+    title = fastpath_mod.MIX_TITLES[mix]
+    if not own["ok"]:
+        return "| fastpath | %s | FAILED | | | | |" % title
+    ranked = sorted((r["instructions_per_pair"], name)
+                    for name, mixes in table.items()
+                    for r in [mixes.get(mix)]
+                    if name != fastpath_mod.LOOP and r and r["ok"])
+    names = [name for _, name in ranked]
+    glibc = table.get(BASELINE, {}).get(mix)
+    value = own["instructions_per_pair"]
+    vs_glibc = "%.2fx" % (value / glibc["instructions_per_pair"]) \
+        if glibc and glibc["ok"] and glibc["instructions_per_pair"] else "–"
+    return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" \
+        % (title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
+        ranked[0][1], ranked[0][0])
+
+
+def fastpath_budget_line(data, table):
+    """tlmalloc's fast path against the issue's budget, in one sentence."""
+    head = "Fast path (one thread, callgrind): "
+    fastpath = data.get("fastpath", {})
+    if not fastpath.get("available", False):
+        return head + "not measured: %s." % fastpath.get("note", "not run")
+    own = table.get("tlmalloc", {})
+    rows = [own.get(mix) for mix in fastpath_mod.MIXES]
+    if not all(rows) or not all(r["measured"] for r in rows):
+        return head + "tlmalloc not measured."
+    if not all(r["ok"] for r in rows):
+        return head + "tlmalloc FAILED (see Failed runs)."
+    values = [r["instructions_per_pair"] for r in rows]
+    within = all(v <= fastpath_mod.BUDGET for v in values)
+    return head + "tlmalloc %s instructions per malloc+free pair (64 " \
+        "bytes / size mix), loop included; the budget is %d: **%s**." % (
+            " / ".join("%.1f" % v for v in values), fastpath_mod.BUDGET,
+            "within" if within else "over")
+
+
 def standing_section(data, cells):
     order = [a["name"] for a in data["allocators"]]
     lines = ["", "## Where tlmalloc stands", ""]
@@ -216,18 +260,92 @@ def standing_section(data, cells):
             row = standing_row(cells, workload, point, order)
             if row:
                 rows.append(row)
+    table = fastpath_table(data)
+    rows += [r for r in (fastpath_standing_row(table, mix)
+                         for mix in fastpath_mod.MIXES) if r]
+    budget = ["", fastpath_budget_line(data, table)]
     if not rows:
         note = next((a["note"] for a in data["allocators"]
                      if a["name"] == "tlmalloc"), "")
-        return lines + ["tlmalloc was not run%s." % (": " + note if note
-                                                     else "")]
+        return lines + ["tlmalloc was not run%s." % (note and ": " + note)] \
+            + budget
     lines += ["Median wall time; rank among the allocators that ran the "
               "point without failing (1 = fastest); peak RSS as a ratio to "
-              "glibc's.", "",
+              "glibc's. The fastpath rows count instructions per malloc+free "
+              "pair instead (1 = fewest).", "",
               "| workload | point | tlmalloc | vs glibc | rank | fastest | "
               "peak RSS vs glibc |",
               "|---|---|---|---|---|---|---|"]
-    return lines + rows
+    return lines + rows + budget
+
+
+def fastpath_table(data):
+    """{allocator: {mix: row}}: the report's allocators in their order,
+    then any other, the loop's row last."""
+    table = {}
+    for row in data.get("fastpath", {}).get("rows", []):
+        table.setdefault(row["allocator"], {})[row["mix"]] = row
+    order = [a["name"] for a in data.get("allocators", [])]
+    names = [n for n in order if n in table]
+    names += [n for n in table if n not in names and n != fastpath_mod.LOOP]
+    if fastpath_mod.LOOP in table:
+        names.append(fastpath_mod.LOOP)
+    return {name: table[name] for name in names}
+
+
+def fastpath_cell(row, best):
+    if row is None:
+        return "–"
+    if not row["measured"]:
+        return "not measured"
+    if not row["ok"]:
+        return "FAILED"
+    value = row["instructions_per_pair"]
+    text = "%.1f" % value
+    return "**%s**" % text if best is not None and value == best else text
+
+
+def fastpath_section(data):
+    fastpath = data.get("fastpath", {})
+    lines = ["", "## " + FASTPATH_TITLE, ""]
+    if not fastpath.get("available", False):
+        return lines + ["Not measured: %s." % fastpath.get("note", "not run")]
+    table = fastpath_table(data)
+    mixes = fastpath_mod.MIXES
+    pairs = fastpath.get("pairs")
+    lengths = "%d and %d pairs" % tuple(pairs) if pairs else "two lengths"
+    lines += ["What one more malloc+free pair costs on one thread, in "
+              "instructions counted by callgrind: `build/bench/fastpath` run "
+              "at %s, the difference divided by the difference in pairs, so "
+              "start-up cancels out. Exact and repeatable: one run, no "
+              "medians. The figures include the benchmark loop's own "
+              "instructions, the same for every allocator (last row); the "
+              "budget is %d per pair, loop included. Lower is better; the "
+              "best of each column is **bold**." % (lengths,
+                                                    fastpath_mod.BUDGET), "",
+              "| allocator | %s |" % " | ".join(
+                  fastpath_mod.MIX_TITLES[m] for m in mixes),
+              "|---|" + "---|" * len(mixes)]
+    best = {}
+    for mix in mixes:
+        values = [r[mix]["instructions_per_pair"] if r.get(mix) and
+                  r[mix]["ok"] else None
+                  for name, r in table.items() if name != fastpath_mod.LOOP]
+        best[mix] = best_values(values, higher=False)
+    for name, row in table.items():
+        mix_best = best if name != fastpath_mod.LOOP else {}
+        label = "(the loop itself)" if name == fastpath_mod.LOOP else name
+        lines.append("| %s | %s |" % (label, " | ".join(
+            fastpath_cell(row.get(m), mix_best.get(m)) for m in mixes)))
+    skipped = {name: next(iter(row.values()))["reason"]
+               for name, row in table.items()
+               if not any(r["measured"] for r in row.values())}
+    if skipped:
+        lines += ["", "Not measured: " + "; ".join(
+            "%s (%s)" % item for item in skipped.items()) + "."]
+    if fastpath.get("command"):
+        lines += ["", "Reproduce: `%s`" % fastpath["command"]]
+    return lines
 
 
 def classic_section(data, cells):
@@ -279,6 +397,11 @@ def failed_section(data):
     failed = [r for r in data.get("runs", []) if not r["ok"]]
     failed += [dict(r, rep=0) for r in data.get("strace", {}).get("rows", [])
                if not r.get("ok")]
+    failed += [{"workload": fastpath_mod.NAME, "allocator": r["allocator"],
+                "point": fastpath_mod.MIX_TITLES.get(r["mix"], r["mix"]),
+                "rep": 0, "reason": r.get("reason", "")}
+               for r in data.get("fastpath", {}).get("rows", [])
+               if r.get("measured") and not r.get("ok")]
     lines = ["", "## Failed runs", ""]
     if not failed:
         return lines + ["None: every run exited 0 and printed `check ok`."]
@@ -348,6 +471,7 @@ def build_report(data):
     cells = summarize(data.get("runs", []))
     lines = header_section(data)
     lines += standing_section(data, cells)
+    lines += fastpath_section(data)
     lines += classic_section(data, cells)
     lines += ["", "## Workloads"]
     for workload in data["workloads"]:

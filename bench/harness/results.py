@@ -2,8 +2,11 @@
 
 results/<YYYYmmdd-HHMMSS>[-N]/
     runs.csv, runs.json    every run (runs.json also holds the machine,
-                           the allocators, the command and the strace table)
+                           the allocators, the command, the strace table
+                           and the fast-path table)
     strace.csv             the syscall counts of the strace runs
+    fastpath.csv           instructions per malloc+free pair (callgrind),
+                           one row per allocator and size mix
     report.md              the report
     plots/*.png, *.svg     the plots
 results/latest -> the newest folder
@@ -17,6 +20,13 @@ import time
 RUN_COLUMNS = ("workload", "point", "allocator", "rep", "ok", "reason",
                "wall", "user", "sys", "maxrss_kb", "exit_code", "signal",
                "command")
+
+
+# fastpath.csv: instructions_per_pair is empty unless ok; measured False is
+# an allocator the pass does not apply to (or missing), ok False with
+# measured True a failed measurement
+FASTPATH_COLUMNS = ("allocator", "mix", "instructions_per_pair", "ok",
+                    "measured", "reason")
 
 
 def new_run_dir(root, now=None):
@@ -73,6 +83,30 @@ def write_strace_csv(path, rows):
         out.writerow(columns)
         for row in rows:
             out.writerow([row.get(c, "") for c in columns])
+
+
+def write_fastpath_csv(path, rows):
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(FASTPATH_COLUMNS)
+        for row in rows:
+            out.writerow(["" if row.get(c) is None else row.get(c)
+                          for c in FASTPATH_COLUMNS])
+
+
+def read_fastpath_csv(path):
+    """The rows write_fastpath_csv() wrote, with their types back."""
+    rows = []
+    with open(path, newline="") as handle:
+        for row in csv.DictReader(handle):
+            value = row.get("instructions_per_pair", "")
+            rows.append({
+                "allocator": row["allocator"], "mix": row["mix"],
+                "instructions_per_pair": float(value) if value else None,
+                "ok": row.get("ok") == "True",
+                "measured": row.get("measured", "True") == "True",
+                "reason": row.get("reason", "")})
+    return rows
 
 
 def write_json(path, data):

@@ -81,7 +81,8 @@ def finished(tmp_path_factory):
 
 def test_results_folder(finished):
     _, run_dir, _, _ = finished
-    for name in ("runs.csv", "runs.json", "strace.csv", "report.md"):
+    for name in ("runs.csv", "runs.json", "strace.csv", "fastpath.csv",
+                 "report.md"):
         assert os.path.isfile(os.path.join(run_dir, name)), name
 
 
@@ -137,6 +138,31 @@ def test_strace_rows(finished):
         ("loop", "glibc"), ("prodcons", "glibc"), ("loop", "musl")}
     glibc = next(r for r in rows if r["allocator"] == "glibc")
     assert glibc["ok"] and glibc["total_calls"] > 0
+
+
+def test_fastpath_not_selected(finished):
+    _, run_dir, _, err = finished
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "Not measured: not selected (--only without fastpath)." in text
+    assert "no fast-path table" in err
+
+
+def test_fastpath_alone_says_why_it_did_not_run(tmp_path):
+    # the fake tree has no fastpath program: nothing is measured at all
+    make_tree(tmp_path)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert run_harness(tmp_path, "--only", "fastpath", "--no-plots") == 1
+    run_dir = os.path.realpath(str(tmp_path / "results" / "latest"))
+    data = json.load(open(os.path.join(run_dir, "runs.json")))
+    assert data["runs"] == [] and not data["fastpath"]["available"]
+    why = "is not built" if shutil.which("valgrind") else \
+        "valgrind is not installed"
+    assert why in data["fastpath"]["note"]
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "## Fast path: instructions per malloc+free pair (callgrind)\n\n" \
+        "Not measured: " in text
+    assert why in err.getvalue()
 
 
 def test_second_run_makes_a_new_folder(finished):
