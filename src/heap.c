@@ -31,6 +31,8 @@
 #include "tlmalloc/internal.h"
 
 #define TL_HEAP_EMPTY_CACHE 4
+/* Full pages looked at before a new page is taken (heap_check_full). */
+#define TL_HEAP_FULL_CHECK 8
 
 /* The static empty page and heap seen by threads that never allocated. */
 tl_page tl_page_empty;
@@ -163,6 +165,22 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 	return page;
 }
 
+/* A full page other threads freed into: back to its queue, or retired if
+ * it is empty and its queue has a head already. */
+static void heap_unfull_freed(tl_heap *heap, tl_page *page)
+{
+	tl_page_collect(page);
+	tl_list_remove(&heap->full, page);
+	page_set_owner(page, heap, 0);
+	tl_page_list *q = &heap->queue[page->size_class];
+	if (page->avail == page->capacity && q->first != NULL) {
+		heap_retire(heap, page);
+		return;
+	}
+	tl_list_push_back(q, page);
+	heap_set_direct(heap, page->size_class);
+}
+
 /*
  * Count the frees of every page but the queue heads: empty pages leave the
  * heap, full pages that other threads freed into go back to their queues.
@@ -188,18 +206,32 @@ static void heap_sweep(tl_heap *heap)
 	}
 	for (page = heap->full.first; page != NULL; page = next) {
 		next = page->next;
-		if (tl_uptr_load_relaxed(&page->thread_free) == 0)
-			continue;
-		tl_page_collect(page);
-		tl_list_remove(&heap->full, page);
-		page_set_owner(page, heap, 0);
-		tl_page_list *q = &heap->queue[page->size_class];
-		if (page->avail == page->capacity && q->first != NULL) {
-			heap_retire(heap, page);
+		if (tl_uptr_load_relaxed(&page->thread_free) != 0)
+			heap_unfull_freed(heap, page);
+	}
+}
+
+/*
+ * Before the heap takes a new page: the first few pages of its full list
+ * (the oldest full) that other threads have freed a quarter of since come
+ * back (the count is in their thread_free word: no walk), the others go to
+ * the end of the list.  A producer whose blocks another
+ * thread frees finds them again here instead of growing until its next
+ * sweep; the cost is a few reads per page taken.
+ */
+static void heap_check_full(tl_heap *heap)
+{
+	for (unsigned i = 0; i < TL_HEAP_FULL_CHECK; i++) {
+		tl_page *page = heap->full.first;
+		if (page == NULL)
+			return;
+		uintptr_t w = tl_uptr_load_relaxed(&page->thread_free);
+		if (tl_remote_count(w) >= page->capacity / 4 && w != 0) {
+			heap_unfull_freed(heap, page);
 			continue;
 		}
-		tl_list_push_back(q, page);
-		heap_set_direct(heap, page->size_class);
+		tl_list_remove(&heap->full, page);
+		tl_list_push_back(&heap->full, page);
 	}
 }
 
@@ -241,6 +273,10 @@ tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 		return page;
 	if (heap_sweep_due(heap)) {
 		heap_sweep(heap);
+		if ((page = heap_scan_queue(heap, cls)) != NULL)
+			return page;
+	} else if (heap->full.first != NULL) {
+		heap_check_full(heap);
 		if ((page = heap_scan_queue(heap, cls)) != NULL)
 			return page;
 	}

@@ -7,6 +7,9 @@
  *                        class's live blocks, or freed ones stay there
  *   version_ignored      a caller's smaller struct is overrun, or the
  *                        version is not set
+ *   remote_freed_pages_not_reused  a heap far from its next sweep takes
+ *                        new pages instead of its full pages that another
+ *                        thread freed
  *   remote_frees_not_counted  blocks freed by another thread are not
  *                        counted (before and after their owner collects
  *                        them), counted twice, or the owner's own frees are
@@ -181,6 +184,37 @@ static void remote_frees_not_counted(void)
 	       after.remote_frees, own.remote_frees);
 	CHECK(tl_stats_get(&own, offsetof(struct tl_stats, remote_frees)) ==
 	      offsetof(struct tl_stats, remote_frees));
+}
+
+/*
+ * A heap holding many pages (so its sweep is far off) fills pages of one
+ * class, another thread frees them all, and the heap allocates as much
+ * again: it must take the freed pages back, not new ones.
+ */
+enum { KEPT = 4000, KEPT_SIZE = 1000, ROUND_SIZE = 200, ROUNDS = 4 };
+static void *kept[KEPT];
+
+static void remote_freed_pages_not_reused(void)
+{
+	for (int i = 0; i < KEPT; i++)
+		CHECK((kept[i] = malloc(KEPT_SIZE)) != NULL);
+	uint64_t held_first = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < REMOTE; i++)
+			CHECK((remote_blocks[i] = malloc(ROUND_SIZE)) != NULL);
+		struct tl_stats st;
+		CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
+		if (r == 0)
+			held_first = st.held;
+		CHECKF(st.held <= held_first + (256 << 10), "round %d: held "
+		       "%" PRIu64 " KiB, %" PRIu64 " KiB after the first", r,
+		       st.held >> 10, held_first >> 10);
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, free_remote_blocks, NULL) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+	}
+	for (int i = 0; i < KEPT; i++)
+		free(kept[i]);
 }
 
 static void version_ignored(void)
@@ -513,6 +547,7 @@ static const struct test_case cases[] = {
 	{ "live_not_counted", live_not_counted },
 	{ "version_ignored", version_ignored },
 	{ "remote_frees_not_counted", remote_frees_not_counted },
+	{ "remote_freed_pages_not_reused", remote_freed_pages_not_reused },
 	{ "json_malformed", json_malformed },
 	{ "mallinfo2_wrong", mallinfo2_wrong },
 	{ "malloc_info_broken", malloc_info_broken },
