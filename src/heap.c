@@ -215,9 +215,9 @@ static void heap_sweep(tl_heap *heap)
  * Before the heap takes a new page: the first few pages of its full list
  * (the oldest full) that other threads have freed a quarter of since come
  * back (the count is in their thread_free word: no walk), the others go to
- * the end of the list.  A producer whose blocks another
- * thread frees finds them again here instead of growing until its next
- * sweep; the cost is a few reads per page taken.
+ * the end of the list.  A producer whose blocks another thread frees finds
+ * them again here instead of growing until its next sweep; the cost is a
+ * few reads per page taken.
  */
 static void heap_check_full(tl_heap *heap)
 {
@@ -226,7 +226,7 @@ static void heap_check_full(tl_heap *heap)
 		if (page == NULL)
 			return;
 		uintptr_t w = tl_uptr_load_relaxed(&page->thread_free);
-		if (tl_remote_count(w) >= page->capacity / 4 && w != 0) {
+		if (w != 0 && tl_remote_count(w) >= page->capacity / 4) {
 			heap_unfull_freed(heap, page);
 			continue;
 		}
