@@ -250,3 +250,13 @@ bool tl_os_unguard(void *addr, size_t size)
 	return r == 0;
 }
 #endif
+
+void tl_os_map_shadow(uintptr_t addr, size_t size)
+{
+	void *p = mmap((void *)addr, size, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		       MAP_FIXED_NOREPLACE, -1, 0);
+	/* A kernel older than 4.17 takes the address as a hint. */
+	if (p != MAP_FAILED && (uintptr_t)p != addr)
+		munmap(p, size);
+}

@@ -18,6 +18,8 @@
  * and the first page, over the last OS page of each segment (the last
  * page's area ends before it), and after the block of a huge segment.
  */
+#define _GNU_SOURCE	/* dl_iterate_phdr */
+#include <link.h>
 #include <string.h>
 
 #include "tlmalloc/internal.h"
@@ -197,4 +199,39 @@ void tl_segment_destroy(tl_segment *seg)
 {
 	tl_pool_unregister_segment(seg);
 	tl_segment_unmap(seg);
+}
+
+/*
+ * free(p) reads the descriptor at p's 4 MiB-aligned base before anything
+ * else (the fast path: one load, then the owner compare).  For a pointer
+ * tlmalloc never returned, that base may be unmapped, and the load faults:
+ * a static array's or a string literal's, in the executable or a library
+ * mapped above an empty 4 MiB boundary.  At start-up, each loaded object's
+ * bases get a read-only page of zeros where nothing is mapped, so such a
+ * free reads owner 0, takes the slow path and is reported (tl_free_slow:
+ * "not allocated by tlmalloc").  Objects loaded later (dlopen) are not
+ * covered.  Cost: one mapping of 8 KiB of address space per object and 4
+ * MiB boundary, never touched but by such a free.
+ */
+static int shadow_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || ph->p_memsz == 0)
+			continue;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t end = start + ph->p_memsz;
+		/* free(p) looks at the base of p - 1 (tl_segment_of) */
+		uintptr_t base = (start - 1) & ~(uintptr_t)TL_SEGMENT_MASK;
+		for (; base < end; base += TL_SEGMENT_SIZE)
+			tl_os_map_shadow(base, sizeof(((tl_segment *)0)->slices));
+	}
+	return 0;
+}
+
+void tl_segment_shadow_objects(void)
+{
+	dl_iterate_phdr(shadow_object, NULL);
 }

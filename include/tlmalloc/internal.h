@@ -207,6 +207,8 @@ void tl_segment_unmap(tl_segment *seg);
 /* Take a huge segment off the books while it moves, and back after. */
 void tl_segment_forget(tl_segment *seg);
 void tl_segment_remember(tl_segment *seg);
+/* Make free() of a static or a string literal report instead of fault. */
+void tl_segment_shadow_objects(void);
 /* Whether p lies in a live segment of tlmalloc's. */
 bool tl_segment_is_ours(const void *p);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,

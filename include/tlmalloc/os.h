@@ -56,6 +56,9 @@ void tl_os_random(void *buf, size_t len);
 /* Make whole pages inaccessible (a guard), or read-write again; false
  * when the OS refuses. */
 bool tl_os_guard(void *addr, size_t size);
+/* Map size bytes of zeros, read-only, at addr if nothing is mapped there
+ * (not counted by the fault_map option); nothing otherwise. */
+void tl_os_map_shadow(uintptr_t addr, size_t size);
 bool tl_os_unguard(void *addr, size_t size);
 
 #endif /* TLMALLOC_OS_H */

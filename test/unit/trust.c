@@ -15,6 +15,9 @@
  *   foreign_realloc_silent     realloc/malloc_usable_size/free of pointers
  *   foreign_usable_size_silent tlmalloc never returned: one line on stderr
  *   foreign_free_silent        naming the call and the pointer, then abort
+ *   static_free_faults         free of a static array or a string literal
+ *   literal_free_faults        of the executable: the same line, not a
+ *                              segfault in the fast path's read
  *   realloc_move_loses_contents  a huge block that cannot grow in place
  *                              moves its pages: contents kept, neighbours
  *                              untouched, still freeable and ours
@@ -204,6 +207,21 @@ static void foreign_free_child(void)
 	free(inside + 4096);
 }
 
+/* A static array and a string literal of this executable: their 4 MiB
+ * base is usually unmapped (the read of free's fast path faulted there). */
+static char static_array[64];
+
+static void static_free_child(void)
+{
+	free(static_array + 16);
+}
+
+static void literal_free_child(void)
+{
+	const char *volatile literal = "a string literal";
+	free((void *)literal);
+}
+
 /* Fill two pages of one class, free a block of the first (full) page
  * twice, then make tlmalloc count that page's frees. */
 static void double_free_child(void)
@@ -319,6 +337,18 @@ static void foreign_free_silent(void)
 			   "not allocated by tlmalloc");
 }
 
+static void static_free_faults(void)
+{
+	child_expect_abort("static_free_faults", "free",
+			   "not allocated by tlmalloc");
+}
+
+static void literal_free_faults(void)
+{
+	child_expect_abort("literal_free_faults", "free",
+			   "not allocated by tlmalloc");
+}
+
 static const struct test_case cases[] = {
 	{ "option_get_set_broken", option_get_set_broken },
 	{ "bad_option_value_silent", bad_option_value_silent },
@@ -327,6 +357,8 @@ static const struct test_case cases[] = {
 	{ "foreign_realloc_silent", foreign_realloc_silent },
 	{ "foreign_usable_size_silent", foreign_usable_size_silent },
 	{ "foreign_free_silent", foreign_free_silent },
+	{ "static_free_faults", static_free_faults },
+	{ "literal_free_faults", literal_free_faults },
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
@@ -338,6 +370,8 @@ static const struct test_case children[] = {
 	{ "foreign_realloc_silent", foreign_realloc_child },
 	{ "foreign_usable_size_silent", foreign_usable_size_child },
 	{ "foreign_free_silent", foreign_free_child },
+	{ "static_free_faults", static_free_child },
+	{ "literal_free_faults", literal_free_child },
 	{ "double_free_hangs", double_free_child },
 };
 
