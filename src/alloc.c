@@ -54,13 +54,22 @@ void *tl_alloc_aligned(size_t alignment, size_t size)
 	return tl_large_alloc(size, alignment);
 }
 
-size_t tl_block_usable(const void *p)
+size_t tl_block_usable(const char *call, const void *p)
 {
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
-	if (page->kind == TL_PAGE_HUGE)
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	if (owner == TL_OWNER_FREE)
+		tl_fatal(call, p, "block of a free page (freed already?)");
+	if (page->kind == TL_PAGE_HUGE) {
+		if (p != page->start)
+			tl_fatal(call, p, "not the start of a block "
+					  "(interior or stray pointer)");
 		return seg->map_size - TL_HUGE_GUARD -
 		       (size_t)(page->start - (uint8_t *)seg);
+	}
+	tl_free_check(call, page, p,
+		      (owner & ~(uintptr_t)TL_OWNER_FULL) == tl_heap_local->id);
 	return page->block_size;
 }
 
@@ -87,7 +96,7 @@ void *tl_realloc_impl(void *p, size_t size)
 		tl_free_local(p);
 		return NULL;
 	}
-	size_t usable = tl_block_usable(p);
+	size_t usable = tl_block_usable("realloc", p);
 	if (usable > TL_MEDIUM_MAX) {
 		void *q = tl_large_resize(p, size);
 		if (q != NULL)

@@ -136,7 +136,7 @@ size_t tl_usable_size(const void *ptr)
 		return 0;
 	if (!tl_segment_is_ours(ptr))
 		tl_fatal("malloc_usable_size", ptr, "not allocated by tlmalloc");
-	return tl_block_usable(ptr);
+	return tl_block_usable("malloc_usable_size", ptr);
 }
 
 int tl_trim(void)

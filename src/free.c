@@ -1,18 +1,25 @@
 /*
  * free.c - the generic path of free: a block whose page the caller's heap
- * does not own as a plain, non-full page.
+ * does not own as a plain, non-full page, or that failed the fast path's
+ * checks.
  *
  *   follower slice     the block is in a page of several slices: look at
- *                      its leader (a local free ends here)
- *   huge page          the block is a whole segment: unmap it
- *   own page, full     free locally, bring the page back to its queue
- *   other owner        push on the page's thread_free with one CAS; the
- *                      owner (or whoever adopts the page) collects it
+ *                      its leader
+ *   own page           check the block in full, free locally (a full page
+ *                      goes back to its queue)
+ *   huge page          the block is a whole segment: unmap or cache it
+ *   other owner        check, push on the page's thread_free with one
+ *                      CAS; the owner (or whoever adopts the page) collects
  *   free page          nobody owns a block there: a double or invalid free
  *
- * The secure build checks every block freed here or on the fast path
- * (tl_secure_on_free): a block of the page's carved area, not marked free
- * already; then marks it and fills it.
+ * The checks (tl_free_check), in every build: the pointer starts a block of
+ * the page's carved part, and the block does not carry the free mark that
+ * every free block carries (internal.h, tl_free_mark).  A mark alone may be
+ * user data: the owner confirms by walking the page's lists; another thread
+ * cannot walk the owner's lists and confirms by the block's link, which in a
+ * free block is NULL or another block of the page (the secure build's keyed
+ * mark needs no confirmation there: user data matches it once in 2^64).
+ * The secure build also fills freed blocks.
  */
 #include "tlmalloc/internal.h"
 #if TL_SECURE
@@ -28,6 +35,16 @@ void tl_secure_modified(const void *block)
 {
 	tl_fatal("malloc", block,
 		 "free block modified (buffer overrun or use after free)");
+}
+#endif
+
+/* Whether p is the start of a block in the carved part of page. */
+static bool block_start(const tl_page *page, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
+	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+	uint32_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
+	return bs != 0 && off < (uintptr_t)cap * bs && off % bs == 0;
 }
 
 static bool list_holds(const tl_page *page, const tl_block *b,
@@ -51,33 +68,60 @@ static bool page_holds_free(const tl_page *page, const tl_block *block)
 	       list_holds(page, remote, block);
 }
 
-/*
- * A block carrying the mark is free, or its user data happens to equal the
- * mark.  The owner confirms by walking the page's lists; another thread
- * cannot walk the owner's lists and trusts the mark, a secret-keyed value
- * that user data matches by chance once in 2^64.
- */
-void tl_secure_on_free(tl_page *page, tl_block *block, bool owner)
+/* A marked block as another thread sees it: free, unless its link is
+ * neither NULL nor a block of the page. */
+static bool looks_free(const tl_page *page, const tl_block *block)
 {
-	if (tl_unlikely(!tl_block_in_page(page, block)))
-		tl_fatal("free", block, "not the start of a block "
-					"(interior or stray pointer)");
-	uintptr_t mark = tl_free_mark(page, block);
-	if (tl_unlikely(block->mark == mark) &&
-	    (!owner || page_holds_free(page, block)))
-		tl_fatal("free", block, "double free");
-	block->mark = mark;
+#if TL_SECURE
+	(void)page;
+	(void)block;
+	return true;
+#else
+	return block->next == NULL || block_start(page, block->next);
+#endif
+}
+
+void tl_free_check(const char *call, const tl_page *page, const void *p,
+		   bool owner)
+{
+	if (tl_unlikely(!block_start(page, p)))
+		tl_fatal(call, p, "not the start of a block "
+				  "(interior or stray pointer)");
+	const tl_block *block = p;
+	if (tl_unlikely(block->mark == tl_free_mark(page, block)) &&
+	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
+		tl_fatal(call, p, call[0] == 'f' ? "double free"
+						 : "block already freed");
+}
+
+/* The secure build fills a freed block (its first two words are the
+ * link and the mark). */
+static void fill_freed(const tl_page *page, tl_block *block)
+{
+#if TL_SECURE
 	size_t bs = page->block_size;
 	if (bs <= TL_SECURE_FILL_MAX)
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
-}
+#else
+	(void)page;
+	(void)block;
 #endif
+}
+
+static void free_owned(tl_page *page, tl_block *block)
+{
+	tl_free_check("free", page, block, true);
+	fill_freed(page, block);
+	tl_page_push_local(page, block, tl_free_mark(page, block));
+}
 
 static void free_remote(tl_page *page, tl_block *block)
 {
-#if TL_SECURE
-	tl_secure_on_free(page, block, false);
-#endif
+	uintptr_t mark = tl_free_mark(page, block);
+	if (!tl_free_fast_ok(page, block, mark))
+		tl_free_check("free", page, block, false);
+	fill_freed(page, block);
+	block->mark = mark;
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
 	uintptr_t next;
 	do {
@@ -94,19 +138,22 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	if (owner == TL_OWNER_FOLLOWER) {
 		page -= page->slice_offset;
 		owner = tl_uptr_load_relaxed(&page->owner);
-		if (owner == heap->id) {
-			tl_page_push_local(page, p);
-			return;
-		}
+	}
+	if (owner == heap->id) {
+		free_owned(page, p);
+		return;
 	}
 	if (owner == TL_OWNER_HUGE) {
+		if (p != page->start)
+			tl_fatal("free", p, "not the start of a block "
+					    "(interior or stray pointer)");
 		tl_large_free(tl_segment_of(p));
 		return;
 	}
 	if (owner == TL_OWNER_FREE)
 		tl_fatal("free", p, "block of a free page (double free?)");
 	if (owner == (heap->id | TL_OWNER_FULL)) {
-		tl_page_push_local(page, p);
+		free_owned(page, p);
 		tl_heap_page_unfull(heap, page);
 		return;
 	}

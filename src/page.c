@@ -18,8 +18,9 @@
  * moving the stores across.
  *
  * Every link stored in a block goes through tl_link_encode/tl_link_decode
- * (internal.h).  The secure build also gives each formatted page a new
- * secret, carves fresh blocks in a random order and marks them free.
+ * (internal.h), and every free block carries its free mark (fresh ones
+ * too).  The secure build also gives each formatted page a new secret and
+ * carves fresh blocks in a random order.
  */
 #include "tlmalloc/internal.h"
 #if TL_SECURE
@@ -40,6 +41,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 	page->size_class = (uint8_t)cls;
 	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);
+	page->slice_magic = tl_slice_magic(page->block_size);
 #if TL_SECURE
 	tl_secure_page_init(page, page->block_size);
 #endif
@@ -124,9 +126,12 @@ static void carve(tl_page *page, uint8_t *first, uint32_t n)
 {
 	size_t bs = page->block_size;
 	uint8_t *p = first;
-	for (uint32_t i = 1; i < n; i++, p += bs)
+	for (uint32_t i = 1; i < n; i++, p += bs) {
 		((tl_block *)p)->next = (tl_block *)(p + bs);
+		((tl_block *)p)->mark = tl_free_mark(page, p);
+	}
 	((tl_block *)p)->next = page->free;
+	((tl_block *)p)->mark = tl_free_mark(page, p);
 	page->free = (tl_block *)first;
 }
 #endif

@@ -301,8 +301,17 @@ void tl_free_generic(tl_heap *heap, tl_page *slice, void *p) TL_NOINLINE;
 /* The same for the calling thread's heap; also takes NULL and pointers
  * outside user space (finds p's slice again: the fast path passes p only). */
 void tl_free_slow(void *p) TL_NOINLINE;
+/*
+ * Abort with a line naming call and p unless p is the start of a block of
+ * page that is not free (owner: the caller owns the page's lists, which
+ * confirm a mark; free.c explains).  For free, realloc, malloc_usable_size.
+ */
+void tl_free_check(const char *call, const tl_page *page, const void *p,
+		   bool owner) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
-size_t tl_block_usable(const void *p);
+/* The usable size of p, a pointer into one of tlmalloc's segments; aborts
+ * naming call unless p is a live block (tl_free_check). */
+size_t tl_block_usable(const char *call, const void *p);
 void *tl_realloc_impl(void *p, size_t size);
 void *tl_calloc_impl(size_t count, size_t size);
 
@@ -345,10 +354,6 @@ __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 
 /* A new secret for a page being formatted for blocks of bs bytes. */
 void tl_secure_page_init(tl_page *page, uint32_t bs);
-/* Checks of a block being freed (owner: the caller owns the page), then
- * its mark and fill; aborts on an invalid or double free. */
-void tl_secure_on_free(tl_page *page, tl_block *block, bool owner)
-	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
@@ -365,11 +370,24 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 	return (uint64_t)off * page->div_magic <= page->div_magic - 1;
 }
 
+#endif
+
+/*
+ * The mark of a free block (tl_block.mark): the secure build's is keyed by
+ * the page's secret; the default build's is the address of the block's
+ * segment, which the free fast path holds in a register anyway.  User data
+ * may equal it by chance: a mark is a reason to look, the lists decide
+ * (tl_free_checked).
+ */
 static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 {
+#if TL_SECURE
 	return page->key ^ ~(uintptr_t)block;
-}
+#else
+	(void)page;
+	return (uintptr_t)tl_segment_of(block);
 #endif
+}
 
 static inline tl_block *tl_link_encode(const tl_page *page, const void *at,
 				       const tl_block *next)
@@ -400,18 +418,17 @@ static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 #endif
 }
 
-/* A block leaves the free lists for malloc: the secure build checks that
- * its mark is intact and clears it. */
+/* A block leaves the free lists for malloc: its mark is cleared (the
+ * secure build first checks that it is intact). */
 static inline void tl_block_taken(const tl_page *page, tl_block *block)
 {
 #if TL_SECURE
 	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
 		tl_secure_modified(block);
-	block->mark = 0;
 #else
 	(void)page;
-	(void)block;
 #endif
+	block->mark = 0;
 }
 
 /* ---- the fast paths ---- */
@@ -501,13 +518,48 @@ static inline void *tl_malloc_local(size_t size)
 	return tl_malloc_slow(size);
 }
 
-static inline void tl_page_push_local(tl_page *page, void *p)
+/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX). */
+static inline uint32_t tl_slice_magic(uint32_t bs)
 {
-	tl_block *block = p;
+	return UINT32_MAX / bs + 1;
+}
+
+/* Whether an offset below TL_SLICE_SIZE is a multiple of the block size
+ * whose slice_magic is magic: one multiply and one compare, exact for
+ * every class (test/unit/block_start.c). */
+static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
+{
+	return off * magic < magic;
+}
+
+/*
+ * Whether a block freed into a page its caller owns passes the fast path's
+ * checks: it starts a block (its offset in its slice, which is the page's
+ * first for every page the fast path reaches, is a multiple of the block
+ * size: tl_page.slice_magic) and does not carry the free mark.  The secure
+ * build checks every free in full (tl_free_checked).
+ */
+static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
+				   uintptr_t mark)
+{
 #if TL_SECURE
-	tl_secure_on_free(page, block, true);
+	(void)page;
+	(void)block;
+	(void)mark;
+	return false;
+#else
+	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
+	return tl_slice_offset_starts(off, page->slice_magic) &&
+	       block->mark != mark;
 #endif
+}
+
+/* Push a checked block on the local_free of a page the caller owns. */
+static inline void tl_page_push_local(tl_page *page, tl_block *block,
+				      uintptr_t mark)
+{
 	block->next = tl_link_encode(page, block, page->local_free);
+	block->mark = mark;
 	tl_fork_order();
 	page->local_free = block;
 }
@@ -518,8 +570,11 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 		return;
 	tl_page *page = tl_slice_of(tl_segment_of(p), p);
 	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
-		tl_page_push_local(page, p);
-		return;
+		uintptr_t mark = tl_free_mark(page, p);
+		if (tl_likely(tl_free_fast_ok(page, p, mark))) {
+			tl_page_push_local(page, p, mark);
+			return;
+		}
 	}
 	tl_free_generic(heap, page, p);
 }
@@ -528,13 +583,14 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
  * The calling thread's free: compares with the thread pointer.  NULL needs
  * no test of its own: (NULL - 1) rounded down to a segment is negative, as
  * is every address outside user space, and the sign falls out of the mask.
+ * Then the two checks of tl_free_fast_ok; anything else (another owner, a
+ * flag, a failed check) goes to the generic path, which decides.
  *
- * On x86-64 the same steps are written out (tl_free_local_x86), because
- * compilers put the slice's address in a register of its own, one
- * instruction more than addressing segment + index each time: 13
- * instructions in all.  The C version below is the definition; the
- * ThreadSanitizer build, the secure build and other machines use it, and
- * the test suite runs both.
+ * On x86-64 the same steps are written out, because compilers put the
+ * slice's address in a register of its own, one instruction more than
+ * addressing segment + index each time: 20 instructions in all.  The C
+ * version below is the definition; the ThreadSanitizer build, the secure
+ * build and other machines use it, and the test suite runs both.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && \
 	!defined(__SANITIZE_THREAD__) && !TL_SECURE
@@ -550,8 +606,15 @@ static inline void tl_free_local(void *p)
 		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
 		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
 		"jne %l[slow]\n\t"
+		"movzwl %w0, %%ecx\n\t"		/* offset in the slice */
+		"imul %c[magic](%%rax,%%rdx), %%ecx\n\t"
+		"cmp %c[magic](%%rax,%%rdx), %%ecx\n\t"
+		"jae %l[slow]\n\t"			/* not a block's start */
+		"cmp %%rax, 8(%0)\n\t"
+		"je %l[slow]\n\t"			/* marked free already */
 		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
 		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */
+		"mov %%rax, 8(%0)\n\t"		/* block->mark = segment */
 		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
 		:
 		: "r"(p),
@@ -560,6 +623,8 @@ static inline void tl_free_local(void *p)
 		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
 		  [owner] "i"(offsetof(tl_segment, slices) +
 			      offsetof(tl_page, owner)),
+		  [magic] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, slice_magic)),
 		  [local] "i"(offsetof(tl_segment, slices) +
 			      offsetof(tl_page, local_free))
 		: "rax", "rcx", "rdx", "memory", "cc"
@@ -578,8 +643,11 @@ static inline void tl_free_local(void *p)
 	}
 	tl_page *page = tl_slice_of(seg, p);
 	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
-		tl_page_push_local(page, p);
-		return;
+		uintptr_t mark = tl_free_mark(page, p);
+		if (tl_likely(tl_free_fast_ok(page, p, mark))) {
+			tl_page_push_local(page, p, mark);
+			return;
+		}
 	}
 	tl_free_slow(p);
 }

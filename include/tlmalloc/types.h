@@ -70,14 +70,13 @@
 
 /*
  * A free block.  next is stored as is in the default build; the secure
- * build stores tl_link_encode(next) and marks the block free in its second
- * word (blocks are at least 16 bytes), see internal.h.
+ * build stores tl_link_encode(next).  Every build marks a free block in its
+ * second word (blocks are at least 16 bytes), so a second free of it is
+ * caught: tl_free_mark() while free, 0 once malloc hands it out.
  */
 typedef struct tl_block {
 	struct tl_block *next;
-#if TL_SECURE
-	uintptr_t mark;		/* tl_free_mark() while free, 0 in use */
-#endif
+	uintptr_t mark;
 } tl_block;
 
 typedef struct tl_heap tl_heap;
@@ -152,6 +151,13 @@ typedef struct tl_page {
 	/* any thread: CAS push of a tl_block*, with the list's length in
 	 * the top bits (tl_remote_list, tl_remote_count) */
 	tl_atomic_uptr thread_free;
+	/*
+	 * Set by tl_page_format: 2^32 / block_size rounded up, so that for a
+	 * slice offset off, off * slice_magic (mod 2^32) < slice_magic exactly
+	 * when off is a multiple of block_size (tl_slice_offset_starts).  The
+	 * free fast path's test of a block start, next to owner.
+	 */
+	uint32_t slice_magic;
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */
