@@ -34,10 +34,11 @@ endfunction()
 # Libraries and headers (not include/tlmalloc/: internal).
 set_target_properties(tlmalloc_static PROPERTIES EXPORT_NAME static)
 set_target_properties(tlmalloc_dlopen PROPERTIES EXPORT_NAME dlopen)
+set_target_properties(tlmalloc_fast PROPERTIES EXPORT_NAME fast)
 set_target_properties(tlmalloc_secure PROPERTIES EXPORT_NAME secure)
 set_target_properties(tlmalloc_secure_static PROPERTIES
   EXPORT_NAME secure_static)
-install(TARGETS tlmalloc tlmalloc_static tlmalloc_dlopen
+install(TARGETS tlmalloc tlmalloc_static tlmalloc_dlopen tlmalloc_fast
   tlmalloc_secure tlmalloc_secure_static
   EXPORT tlmalloc-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

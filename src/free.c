@@ -38,15 +38,21 @@ void tl_secure_modified(const void *block)
 }
 #endif
 
-/* Whether p is the start of a block in the carved part of page. */
+/* Whether p is the start of a block in the carved part of page (a
+ * multiply in the page's first slice, a division past it). */
 static bool block_start(const tl_page *page, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
 	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
 	uint32_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
-	return bs != 0 && off < (uintptr_t)cap * bs && off % bs == 0;
+	if (bs == 0 || off >= (uintptr_t)cap * bs)
+		return false;
+	if (off < TL_SLICE_SIZE)
+		return tl_slice_offset_starts((uint32_t)off, page->slice_magic);
+	return off % bs == 0;
 }
 
+#if TL_CHECKS
 static bool list_holds(const tl_page *page, const tl_block *b,
 		       const tl_block *block)
 {
@@ -80,18 +86,29 @@ static bool looks_free(const tl_page *page, const tl_block *block)
 	return block->next == NULL || block_start(page, block->next);
 #endif
 }
+#endif
 
-void tl_free_check(const char *call, const tl_page *page, const void *p,
-		   bool owner)
+static inline void check_block(const char *call, const tl_page *page,
+				const void *p, bool owner)
 {
 	if (tl_unlikely(!block_start(page, p)))
 		tl_fatal(call, p, "not the start of a block "
 				  "(interior or stray pointer)");
+#if TL_CHECKS
 	const tl_block *block = p;
 	if (tl_unlikely(block->mark == tl_free_mark(page, block)) &&
 	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
 						 : "block already freed");
+#else
+	(void)owner;	/* no marks: a double free goes unseen */
+#endif
+}
+
+void tl_free_check(const char *call, const tl_page *page, const void *p,
+		   bool owner)
+{
+	check_block(call, page, p, owner);
 }
 
 /* The secure build fills a freed block (its first two words are the
@@ -108,9 +125,10 @@ static void fill_freed(const tl_page *page, tl_block *block)
 #endif
 }
 
-static void free_owned(tl_page *page, tl_block *block)
+void tl_free_owned(tl_page *page, void *p)
 {
-	tl_free_check("free", page, block, true);
+	tl_block *block = p;
+	check_block("free", page, block, true);
 	fill_freed(page, block);
 	tl_page_push_local(page, block, tl_free_mark(page, block));
 }
@@ -119,9 +137,11 @@ static void free_remote(tl_page *page, tl_block *block)
 {
 	uintptr_t mark = tl_free_mark(page, block);
 	if (!tl_free_fast_ok(page, block, mark))
-		tl_free_check("free", page, block, false);
+		check_block("free", page, block, false);
 	fill_freed(page, block);
+#if TL_CHECKS
 	block->mark = mark;
+#endif
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
 	uintptr_t next;
 	do {
@@ -140,7 +160,7 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 		owner = tl_uptr_load_relaxed(&page->owner);
 	}
 	if (owner == heap->id) {
-		free_owned(page, p);
+		tl_free_owned(page, p);
 		return;
 	}
 	if (owner == TL_OWNER_HUGE) {
@@ -153,7 +173,7 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	if (owner == TL_OWNER_FREE)
 		tl_fatal("free", p, "block of a free page (double free?)");
 	if (owner == (heap->id | TL_OWNER_FULL)) {
-		free_owned(page, p);
+		tl_free_owned(page, p);
 		tl_heap_page_unfull(heap, page);
 		return;
 	}

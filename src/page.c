@@ -128,10 +128,14 @@ static void carve(tl_page *page, uint8_t *first, uint32_t n)
 	uint8_t *p = first;
 	for (uint32_t i = 1; i < n; i++, p += bs) {
 		((tl_block *)p)->next = (tl_block *)(p + bs);
+#if TL_CHECKS
 		((tl_block *)p)->mark = tl_free_mark(page, p);
+#endif
 	}
 	((tl_block *)p)->next = page->free;
+#if TL_CHECKS
 	((tl_block *)p)->mark = tl_free_mark(page, p);
+#endif
 	page->free = (tl_block *)first;
 }
 #endif

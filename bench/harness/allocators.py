@@ -2,8 +2,9 @@
 
 Kinds of allocator:
   system   glibc: the program as built, nothing preloaded.
-  preload  a shared library put in LD_PRELOAD (tlmalloc, the peers, and any
-           NAME=/path/lib.so from the command line).
+  preload  a shared library put in LD_PRELOAD (tlmalloc, its fast variant
+           without free's checks, the peers, and any NAME=/path/lib.so from
+           the command line).
   ts       the ts_ API of tlmalloc: `scaling_ts --api lock` (the naive
            one-lock baseline, "tlmalloc-lock"); runs the scaling workload
            only.  tlmalloc itself runs `scaling_ts --api nolock` there.
@@ -30,7 +31,7 @@ PEERS = (
      "libtbbmalloc2"),
 )
 
-BUILTIN = ("tlmalloc", "tlmalloc-lock", "glibc") + tuple(p[0] for p in PEERS) \
+BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") + tuple(p[0] for p in PEERS) \
     + ("musl",)
 
 
@@ -77,12 +78,18 @@ def tlmalloc_allocators(build_dir, bench_dir):
     main = Allocator("tlmalloc", "preload", lib if found else "", found,
                      "" if found else "not built: %s missing" % lib,
                      ts_api="nolock")
+    fast_lib = os.path.join(build_dir, "src", "libtlmalloc-fast.so")
+    fast_found = os.path.isfile(fast_lib)
+    fast = Allocator("tlmalloc-fast", "preload",
+                     fast_lib if fast_found else "", fast_found,
+                     "tlmalloc without free's checks of the pointer"
+                     if fast_found else "not built: %s missing" % fast_lib)
     ts_found = os.path.isfile(ts_prog)
     lock = Allocator("tlmalloc-lock", "ts", "", ts_found,
                      "ts_malloc_lock: one heap behind one lock "
                      "(scaling workload only)" if ts_found
                      else "not built: %s missing" % ts_prog, ts_api="lock")
-    return [main, lock]
+    return [main, fast, lock]
 
 
 def peer_allocators(lib_dirs):

@@ -110,7 +110,7 @@ def describe():
 def add_versions(allocs, tlmalloc_version=""):
     """Fills each found allocator's package and version where known."""
     for alloc in allocs:
-        if alloc.name in ("tlmalloc", "tlmalloc-lock"):
+        if alloc.name in ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock"):
             alloc.version = tlmalloc_version
         elif alloc.kind == "system":
             alloc.version = libc_version()

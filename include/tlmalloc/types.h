@@ -45,6 +45,20 @@
 #define TL_SECURE 0
 #endif
 
+/*
+ * Free's checks of the pointer (internal.h, tl_free_fast_ok; free.c): on
+ * in the default and secure builds.  The fast variant (libtlmalloc-fast,
+ * TL_CHECKS=0) leaves them out of the fast paths and keeps only the exact
+ * test of a block start on the generic paths: 8 instructions a malloc/free
+ * pair fewer, and a double or interior free there corrupts silently.
+ */
+#ifndef TL_CHECKS
+#define TL_CHECKS 1
+#endif
+#if TL_SECURE && !TL_CHECKS
+#error "the secure build checks every free: TL_CHECKS=0 is not for it"
+#endif
+
 #define TL_SEGMENT_SHIFT 22
 #define TL_SEGMENT_SIZE ((size_t)1 << TL_SEGMENT_SHIFT)	/* 4 MiB */
 #define TL_SEGMENT_MASK (TL_SEGMENT_SIZE - 1)

@@ -18,6 +18,7 @@ def tree(tmp_path):
     build = tmp_path / "build"
     libs = tmp_path / "libs"
     touch(str(build / "src" / "libtlmalloc.so"))
+    touch(str(build / "src" / "libtlmalloc-fast.so"))
     for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons"):
         touch(str(build / "bench" / prog))
     touch(str(libs / "libjemalloc.so.2"))
@@ -34,11 +35,16 @@ def by(allocs):
 
 def test_discovery_finds_what_is_there(tree):
     found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
-    assert list(found) == ["tlmalloc", "tlmalloc-lock", "glibc", "jemalloc",
-                           "tcmalloc", "mimalloc", "tbbmalloc", "musl"]
+    assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
+                           "glibc", "jemalloc", "tcmalloc", "mimalloc",
+                           "tbbmalloc", "musl"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api == "nolock"
+    assert found["tlmalloc-fast"].found and found["tlmalloc-fast"].kind == \
+        "preload" and not found["tlmalloc-fast"].ts_api
+    assert found["tlmalloc-fast"].path.endswith(
+        "build/src/libtlmalloc-fast.so")
     assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api == "lock"
     assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
     assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
@@ -64,6 +70,7 @@ def test_search_order_over_folders(tree):
 def test_nothing_built(tmp_path):
     found = by(am.discover(str(tmp_path / "nobuild"), [str(tmp_path)]))
     assert not found["tlmalloc"].found and "not built" in found["tlmalloc"].note
+    assert not found["tlmalloc-fast"].found
     assert not found["tlmalloc-lock"].found
     assert not found["musl"].found
     assert found["glibc"].found

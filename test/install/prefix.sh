@@ -34,7 +34,7 @@ file "$TL_INCLUDEDIR/tlmalloc.h" "$TL_INCLUDEDIR/ts_malloc.h"
 ok "no internal headers"
 
 so=$TL_SOVERSION
-for lib in libtlmalloc libtlmalloc-dlopen libtlmalloc-secure; do
+for lib in libtlmalloc libtlmalloc-dlopen libtlmalloc-fast libtlmalloc-secure; do
 	file "$TL_LIBDIR/$lib.so.$TL_VERSION" "$TL_LIBDIR/$lib.so.$so" \
 		"$TL_LIBDIR/$lib.so"
 	[ -L "$LIBDIR/$lib.so" ] || fail "$lib.so is not a link"
