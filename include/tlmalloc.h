@@ -80,7 +80,7 @@ TL_API int tl_option_set(const char *name, long value);
  * there).  Both settle when the page is next counted (its heap's sweep,
  * tl_trim, thread exit).
  */
-#define TL_STATS_VERSION 2
+#define TL_STATS_VERSION 3
 #define TL_STATS_CLASSES 48	/* size classes, smallest first */
 
 struct tl_stats_class {
@@ -88,6 +88,17 @@ struct tl_stats_class {
 	uint64_t pages;		/* pages of the class owned or abandoned */
 	uint64_t blocks_carved;	/* blocks made in those pages so far */
 	uint64_t blocks_live;	/* carved minus counted free */
+};
+
+/*
+ * Blocks of a class handed out and freed since the start (a small request
+ * served by a larger class's block, as a new thread's first ones are, counts
+ * in that class).  frees is allocs - blocks_live: it blurs as blocks_live
+ * does.
+ */
+struct tl_stats_class_ops {
+	uint64_t allocs;
+	uint64_t frees;
 };
 
 /*
@@ -119,6 +130,10 @@ struct tl_stats {
 	/* Version 2. */
 	uint64_t remote_frees;	/* blocks freed by a thread other than
 				   their page's owner (huge blocks aside) */
+	/* Version 3. */
+	uint64_t class_ops_counted;	/* 1, or 0 in libtlmalloc-fast, which
+					   does not count class_ops */
+	struct tl_stats_class_ops class_ops[TL_STATS_CLASSES];
 };
 
 /*

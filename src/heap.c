@@ -132,6 +132,7 @@ static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
 static void heap_retire(tl_heap *heap, tl_page *page)
 {
 	heap->pages_owned--;
+	tl_page_retire_counts(page);	/* the statistics skip unowned pages */
 	if (heap->empty_count < TL_HEAP_EMPTY_CACHE) {
 		/* Owned by no one while cached: a free into it is caught. */
 		tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);

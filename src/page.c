@@ -28,6 +28,16 @@
 #endif
 
 tl_atomic_u64 tl_remote_frees;
+tl_atomic_u64 tl_class_allocs[TL_CLASSES];
+
+void tl_page_retire_counts(tl_page *page)
+{
+	uint64_t n = __atomic_load_n(&page->allocs, __ATOMIC_RELAXED);
+	if (n == 0 || page->size_class == 0)
+		return;
+	tl_u64_add_relaxed(&tl_class_allocs[page->size_class], n);
+	__atomic_store_n(&page->allocs, 0, __ATOMIC_RELAXED);
+}
 
 /* Carve at most this many bytes of fresh blocks at a time. */
 #define TL_EXTEND_BYTES 4096
@@ -38,6 +48,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 	tl_segment *seg = tl_segment_of(page->start);
 	size_t area;
 	tl_page_area(seg, page, &area);
+	tl_page_retire_counts(page);
 	page->size_class = (uint8_t)cls;
 	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);

@@ -92,8 +92,12 @@ void tl_pool_register_segment(tl_segment *seg)
 	tl_lock_release(&pool.lock);
 }
 
+/* A segment leaves the list: its pages' counts stay in their classes. */
 static void unregister_locked(tl_segment *seg)
 {
+	if (seg->kind != TL_PAGE_HUGE)
+		for (uint32_t i = 0; i < seg->page_count; i++)
+			tl_page_retire_counts(tl_segment_page(seg, i));
 	if (seg->prev != NULL)
 		seg->prev->next = seg->next;
 	else
@@ -168,6 +172,7 @@ void tl_pool_give_page(tl_page *page)
 	tl_segment *seg = tl_segment_of(page->start);
 	uint64_t now = tl_os_now_ms();
 	bool due;
+	tl_page_retire_counts(page);
 	if (page->capacity > 0)
 		page->dirty = 1;
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
@@ -584,6 +589,7 @@ static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
 		out->pages_abandoned++;
 	/* block_size, not size_class: the owner stores it atomically. */
 	struct tl_pool_class_stats *c = &out->classes[tl_size_to_class(bs)];
+	c->allocs += __atomic_load_n(&page->allocs, __ATOMIC_RELAXED);
 	c->pages++;
 	c->carved += cap;
 	if (cap > avail) {
@@ -632,6 +638,9 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	out->lock_acquired = pool.lock.acquired;
 	out->lock_waited = tl_u64_load_relaxed(&pool.lock.waited);
 	out->held = pool.heaps_made * sizeof(tl_heap);
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
+		out->classes[cls].allocs =
+			tl_u64_load_relaxed(&tl_class_allocs[cls]);
 	stats_walk_locked(out);
 	tl_lock_release(&pool.lock);
 }

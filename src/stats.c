@@ -33,6 +33,10 @@ static void copy_classes(struct tl_stats *st, const struct tl_pool_stats *ps)
 			.blocks_carved = c->carved,
 			.blocks_live = c->live,
 		};
+		st->class_ops[i] = (struct tl_stats_class_ops){
+			.allocs = c->allocs,
+			.frees = c->allocs > c->live ? c->allocs - c->live : 0,
+		};
 	}
 }
 
@@ -70,6 +74,7 @@ static void snapshot(struct tl_stats *st)
 		.mapped_peak = ps.mapped_peak,
 		.segments_peak = ps.segments_peak,
 		.remote_frees = ps.remote_frees,
+		.class_ops_counted = TL_COUNTS,
 	};
 	copy_classes(st, &ps);
 }
@@ -162,14 +167,22 @@ static void json_field(struct out *o, const char *key, uint64_t v)
 }
 
 static void json_class(struct out *o, const struct tl_stats_class *c,
-		       bool first)
+		       const struct tl_stats_class_ops *ops, bool first)
 {
 	put(o, first ? "{\"block_size\":" : ",{\"block_size\":");
 	put_u64(o, c->block_size);
 	json_field(o, "pages", c->pages);
 	json_field(o, "blocks_carved", c->blocks_carved);
 	json_field(o, "blocks_live", c->blocks_live);
+	json_field(o, "allocs", ops->allocs);
+	json_field(o, "frees", ops->frees);
 	put(o, "}");
+}
+
+/* A class appears once it has pages or counted allocations. */
+static bool class_shown(const struct tl_stats *st, unsigned i)
+{
+	return st->classes[i].pages != 0 || st->class_ops[i].allocs != 0;
 }
 
 static void json_write(struct out *o, const struct tl_stats *st)
@@ -194,12 +207,13 @@ static void json_write(struct out *o, const struct tl_stats *st)
 	json_field(o, "mapped_peak", st->mapped_peak);
 	json_field(o, "segments_peak", st->segments_peak);
 	json_field(o, "remote_frees", st->remote_frees);
+	json_field(o, "class_ops_counted", st->class_ops_counted);
 	put(o, ",\"classes\":[");
 	bool first = true;
 	for (unsigned i = 0; i < st->class_count; i++) {
-		if (st->classes[i].pages == 0)
+		if (!class_shown(st, i))
 			continue;
-		json_class(o, &st->classes[i], first);
+		json_class(o, &st->classes[i], &st->class_ops[i], first);
 		first = false;
 	}
 	put(o, "]}");
@@ -258,19 +272,27 @@ static void print_counts(struct out *o, const struct tl_stats *st)
 	put(o, " had to wait\n");
 }
 
-/* One line per class with pages: its size, pages, blocks and live bytes. */
+/* One line per class shown: its size, pages, blocks, allocations and
+ * frees (when counted) and live bytes. */
 static void print_classes(struct out *o, const struct tl_stats *st)
 {
-	put(o, "  size class   pages     carved       live   live KiB\n");
+	put(o, "  size class   pages     carved       live");
+	put(o, st->class_ops_counted ? "       allocs        frees   live KiB\n"
+				     : "   live KiB  (allocs, frees: not "
+				       "counted by libtlmalloc-fast)\n");
 	for (unsigned i = 0; i < st->class_count; i++) {
 		const struct tl_stats_class *c = &st->classes[i];
-		if (c->pages == 0)
+		if (!class_shown(st, i))
 			continue;
 		put(o, "  ");
 		put_u64_w(o, c->block_size, 10);
 		put_u64_w(o, c->pages, 8);
 		put_u64_w(o, c->blocks_carved, 11);
 		put_u64_w(o, c->blocks_live, 11);
+		if (st->class_ops_counted) {
+			put_u64_w(o, st->class_ops[i].allocs, 13);
+			put_u64_w(o, st->class_ops[i].frees, 13);
+		}
 		put(o, " ");
 		put_u64_w(o, c->blocks_live * c->block_size / 1024, 8);
 		put(o, ".");

@@ -143,6 +143,13 @@ static inline uint32_t tl_remote_count(uintptr_t w)
 
 /* Frees from other threads collected by the pages' owners, in all. */
 extern tl_atomic_u64 tl_remote_frees;
+/* Per class: allocations of pages since reformatted or unmapped. */
+extern tl_atomic_u64 tl_class_allocs[TL_CLASSES];
+/* Move page->allocs into its class's total: the statistics count it only
+ * while a heap owns the page or it is abandoned, so before the page is
+ * cached empty, given to the pool, formatted again or unmapped (its owner,
+ * or the pool under its lock). */
+void tl_page_retire_counts(tl_page *page);
 
 /* Move local_free and thread_free into free, counting them in avail. */
 void tl_page_collect(tl_page *page);
@@ -217,6 +224,7 @@ uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 /* ---- the global pool (pool.c) ---- */
 /* Pages and blocks of one size class, in pages some heap owns or abandoned. */
 struct tl_pool_class_stats {
+	uint64_t allocs;	/* blocks handed out, in all (TL_COUNTS) */
 	uint64_t pages;
 	uint64_t carved;	/* blocks carved in those pages */
 	uint64_t live;		/* carved minus counted free (see below) */
@@ -420,10 +428,17 @@ static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 #endif
 }
 
-/* A block leaves the free lists for malloc: its mark is cleared (the
- * secure build first checks that it is intact). */
-static inline void tl_block_taken(const tl_page *page, tl_block *block)
+/* A block leaves the free lists for malloc: counted, and its mark is
+ * cleared (the secure build first checks that it is intact). */
+static inline void tl_block_taken(tl_page *page, tl_block *block)
 {
+#if TL_COUNTS && defined(__SANITIZE_THREAD__)
+	__atomic_store_n(&page->allocs,
+			 __atomic_load_n(&page->allocs, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+#elif TL_COUNTS
+	page->allocs++;	/* the owner's; read relaxed by the statistics */
+#endif
 #if TL_SECURE
 	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
 		tl_secure_modified(block);

@@ -55,6 +55,14 @@
 #ifndef TL_CHECKS
 #define TL_CHECKS 1
 #endif
+/*
+ * Allocations counted per page (tl_page.allocs, one add on malloc's fast
+ * path) for the statistics' allocations and frees per size class: on but
+ * in the fast variant (TL_COUNTS=0).
+ */
+#ifndef TL_COUNTS
+#define TL_COUNTS 1
+#endif
 #if TL_SECURE && !TL_CHECKS
 #error "the secure build checks every free: TL_CHECKS=0 is not for it"
 #endif
@@ -154,8 +162,11 @@ typedef struct tl_page {
 	uint8_t in_pool;	/* pool: in the pool's free list */
 	uint8_t slice_offset;	/* follower: slices after its leader */
 	struct tl_page *next;	/* links of whichever list holds the page */
-	struct tl_page *prev;
 	uint8_t *start;		/* first block */
+	/* owner: blocks handed out since the page was formatted for its class
+	 * (TL_COUNTS); the statistics read it (relaxed), tl_page_retire_counts
+	 * adds it to its class's total when the page changes class or goes */
+	uint64_t allocs;
 	/*
 	 * Second cache line: what other threads touch.  A thread freeing into
 	 * another's page reads owner and CASes thread_free here, and does not
@@ -173,6 +184,7 @@ typedef struct tl_page {
 	 */
 	uint32_t slice_magic;
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
+	struct tl_page *prev;	/* the other link (next), rarely written */
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */
 	uintptr_t key;		/* secret of the page's link encoding */

@@ -13,6 +13,11 @@
  *   remote_frees_not_counted  blocks freed by another thread are not
  *                        counted (before and after their owner collects
  *                        them), counted twice, or the owner's own frees are
+ *   class_ops_miscounted allocations and frees of a class are not counted
+ *                        exactly (blocks handed out once each, freed
+ *                        blocks, live ones), or not at all
+ *   class_ops_lost       a thread's counts are lost when it exits and its
+ *                        pages are formatted for another class
  *   json_malformed       tl_stats_json writes text that does not parse as
  *                        JSON, lacks a figure, or breaks the snprintf
  *                        contract on a small buffer
@@ -22,8 +27,9 @@
  *   malloc_info_broken   malloc_info writes no <malloc version=...> XML or
  *                        accepts options it does not know
  *   malloc_stats_silent  malloc_stats prints nothing (or not glibc's lines)
- *   show_stats_silent    TLMALLOC_SHOW_STATS=1 prints nothing at exit, or
- *                        the statistics are printed without it
+ *   show_stats_silent    TLMALLOC_SHOW_STATS=1 prints nothing at exit (or
+ *                        no class's allocations and frees), or the
+ *                        statistics are printed without it
  * The printing cases run this program again as a child (`self CASE child`)
  * and read its stderr.
  */
@@ -217,6 +223,79 @@ static void remote_freed_pages_not_reused(void)
 		free(kept[i]);
 }
 
+/* The entry of the class ops of the class whose blocks are bs bytes. */
+static struct tl_stats_class_ops ops_of(const struct tl_stats *st, size_t bs)
+{
+	const struct tl_stats_class *c = class_of(st, bs);
+	CHECK(st->class_ops_counted == 1);
+	return st->class_ops[c - st->classes];
+}
+
+/* 5000-byte requests: the 5120-byte class, which nothing else here uses. */
+enum { OPS_SIZE = 5000, OPS_CLASS = 5120, OPS_N = 700, OPS_FREED = 300 };
+static void *ops_blocks[OPS_N];
+
+static void class_ops_miscounted(void)
+{
+	struct tl_stats st = snap();
+	struct tl_stats_class_ops before = ops_of(&st, OPS_CLASS);
+	for (int i = 0; i < OPS_N; i++) {
+		ops_blocks[i] = malloc(OPS_SIZE);
+		CHECK(ops_blocks[i] != NULL);
+		CHECK(malloc_usable_size(ops_blocks[i]) == OPS_CLASS);
+	}
+	for (int i = 0; i < OPS_FREED; i++)
+		free(ops_blocks[i]);
+	st = snap();
+	struct tl_stats_class_ops now = ops_of(&st, OPS_CLASS);
+	CHECKF(now.allocs - before.allocs == OPS_N, "allocs +%" PRIu64,
+	       now.allocs - before.allocs);
+	CHECKF(now.frees - before.frees == OPS_FREED, "frees +%" PRIu64,
+	       now.frees - before.frees);
+	CHECK(now.allocs - now.frees == class_of(&st, OPS_CLASS)->blocks_live);
+	/* freed blocks handed out again count again */
+	for (int i = 0; i < OPS_FREED; i++)
+		ops_blocks[i] = malloc(OPS_SIZE);
+	for (int i = 0; i < OPS_N; i++)
+		free(ops_blocks[i]);
+	st = snap();
+	now = ops_of(&st, OPS_CLASS);
+	CHECK(now.allocs - before.allocs == OPS_N + OPS_FREED);
+	CHECK(now.frees - before.frees == OPS_N + OPS_FREED);
+}
+
+static void *alloc_ops_and_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < OPS_N; i++)
+		ops_blocks[i] = malloc(OPS_SIZE);
+	for (int i = 0; i < OPS_N; i++)
+		free(ops_blocks[i]);
+	return NULL;
+}
+
+static void class_ops_lost(void)
+{
+	struct tl_stats st = snap();
+	struct tl_stats_class_ops before = ops_of(&st, OPS_CLASS);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, alloc_ops_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* the exited thread's empty pages go to the pool and are formatted
+	 * again for this thread's blocks of other classes */
+	static void *other[4000];
+	for (int i = 0; i < 4000; i++)
+		other[i] = malloc(3000 + (i % 3) * 512);	/* not 5120 */
+	tl_trim();
+	st = snap();
+	struct tl_stats_class_ops now = ops_of(&st, OPS_CLASS);
+	CHECKF(now.allocs - before.allocs == OPS_N, "allocs +%" PRIu64,
+	       now.allocs - before.allocs);
+	CHECK(now.frees - before.frees == OPS_N);
+	for (int i = 0; i < 4000; i++)
+		free(other[i]);
+}
+
 static void version_ignored(void)
 {
 	void *p = malloc(100);
@@ -361,7 +440,8 @@ static void json_malformed(void)
 		"pages_free", "huge_blocks", "huge_bytes", "huge_cached",
 		"mapped_peak", "segments_peak", "remote_frees", "block_size",
 		"pages",
-		"blocks_carved", "blocks_live",
+		"blocks_carved", "blocks_live", "class_ops_counted", "allocs",
+		"frees",
 	};
 	for (size_t k = 0; k < TEST_COUNT(keys); k++)
 		CHECKF(json_get(buf, keys[k]) != UINT64_MAX, "no %s in %s",
@@ -537,6 +617,13 @@ static void show_stats_silent(void)
 	CHECKF(has_row(table, 48, "1"), "%s", table);
 	CHECKF(has_row(table, 5120, "1"), "%s", table);
 	CHECKF(!has_row(table, 98304, ""), "%s", table);
+	/* 5120: pages, carved, live, allocs, frees */
+	unsigned long v[5];
+	const char *row = strstr(table, "\n        5120");
+	CHECK(strstr(table, "allocs") != NULL && strstr(table, "frees") != NULL);
+	CHECKF(row != NULL && sscanf(row + 13, "%lu %lu %lu %lu %lu", &v[0],
+				     &v[1], &v[2], &v[3], &v[4]) == 5 &&
+	       v[2] == 10 && v[3] == 10 && v[4] == 0, "%s", table);
 
 	st = child_run("show_stats_silent", NULL, NULL, 0, err, sizeof(err));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -545,6 +632,8 @@ static void show_stats_silent(void)
 
 static const struct test_case cases[] = {
 	{ "live_not_counted", live_not_counted },
+	{ "class_ops_miscounted", class_ops_miscounted },
+	{ "class_ops_lost", class_ops_lost },
 	{ "version_ignored", version_ignored },
 	{ "remote_frees_not_counted", remote_frees_not_counted },
 	{ "remote_freed_pages_not_reused", remote_freed_pages_not_reused },
