@@ -237,18 +237,27 @@ def fastpath_budget_line(data, table):
     fastpath = data.get("fastpath", {})
     if not fastpath.get("available", False):
         return head + "not measured: %s." % fastpath.get("note", "not run")
-    own = table.get("tlmalloc", {})
+    line = head + budget_clause(table, "tlmalloc")
+    if "tlmalloc-fast" in table:
+        line += " The fast variant (no checks of interior and double " \
+            "frees): " + budget_clause(table, "tlmalloc-fast")
+    return line
+
+
+def budget_clause(table, name):
+    """One library's figures against the budget, as a sentence."""
+    own = table.get(name, {})
     rows = [own.get(mix) for mix in fastpath_mod.MIXES]
     if not all(rows) or not all(r["measured"] for r in rows):
-        return head + "tlmalloc not measured."
+        return "%s not measured." % name
     if not all(r["ok"] for r in rows):
-        return head + "tlmalloc FAILED (see Failed runs)."
+        return "%s FAILED (see Failed runs)." % name
     values = [r["instructions_per_pair"] for r in rows]
     within = all(v <= fastpath_mod.BUDGET for v in values)
-    return head + "tlmalloc %s instructions per malloc+free pair (64 " \
-        "bytes / size mix), loop included; the budget is %d: **%s**." % (
-            " / ".join("%.1f" % v for v in values), fastpath_mod.BUDGET,
-            "within" if within else "over")
+    return "%s %s instructions per malloc+free pair (64 bytes / size " \
+        "mix), loop included; the budget is %d: **%s**." % (
+            name, " / ".join("%.1f" % v for v in values),
+            fastpath_mod.BUDGET, "within" if within else "over")
 
 
 def standing_section(data, cells):

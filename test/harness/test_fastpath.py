@@ -261,6 +261,16 @@ def test_report_standing_and_budget():
     rows[1]["instructions_per_pair"] = 41.0
     text = build_report(with_fastpath(rows))
     assert "the budget is 40: **over**." in text
+    # the fast variant gets a sentence of its own
+    assert "fast variant" not in text
+    rows += [fastpath.row("tlmalloc-fast", "fixed", 36.1),
+             fastpath.row("tlmalloc-fast", "mix", 39.4)]
+    text = build_report(with_fastpath(rows))
+    assert "tlmalloc 36.1 / 41.0 instructions" in text
+    assert ("The fast variant (no checks of interior and double frees): "
+            "tlmalloc-fast 36.1 / 39.4 instructions per malloc+free pair "
+            "(64 bytes / size mix), loop included; the budget is 40: "
+            "**within**.") in text
 
 
 def test_report_failed_row():

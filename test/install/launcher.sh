@@ -37,6 +37,8 @@ maps "--library (relative path)" "$REAL_LIBDIR" libtlmalloc-dlopen.so \
 
 maps "--secure" "$REAL_LIBDIR" libtlmalloc-secure.so \
 	"$TL" --secure cat /proc/self/maps
+maps "--fast" "$REAL_LIBDIR" libtlmalloc-fast.so \
+	"$TL" --fast cat /proc/self/maps
 
 # The loader complains about the missing library on stderr, then goes on.
 same "prepends to LD_PRELOAD" \
@@ -78,6 +80,9 @@ status "no command" 2 "^tlmalloc: no COMMAND given"
 status "only options" 2 "^tlmalloc: no COMMAND given" --stats
 status "--secure with --library" 2 "exclude each other" \
 	--secure --library "$LIB" true
+status "--fast with --library" 2 "exclude each other" \
+	--fast --library "$LIB" true
+status "--secure with --fast" 2 "exclude each other" --secure --fast true
 status "unknown option" 2 "^tlmalloc: unknown option '--bogus'" --bogus true
 status "--library without a path" 2 "needs a PATH" --library
 status "--library= without a path" 2 "needs a PATH" --library= true
