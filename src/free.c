@@ -25,6 +25,8 @@
 #if TL_SECURE
 #include <string.h>
 
+#include "tlmalloc/options.h"
+
 void tl_secure_corrupt(const void *block)
 {
 	tl_fatal("malloc", block,
@@ -96,6 +98,7 @@ static inline void check_block(const char *call, const tl_page *page,
 				  "(interior or stray pointer)");
 #if TL_CHECKS
 	const tl_block *block = p;
+	/* free: a double free; realloc, malloc_usable_size: a freed block */
 	if (tl_unlikely(block->mark == tl_free_mark(page, block)) &&
 	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
@@ -117,7 +120,7 @@ static void fill_freed(const tl_page *page, tl_block *block)
 {
 #if TL_SECURE
 	size_t bs = page->block_size;
-	if (bs <= TL_SECURE_FILL_MAX)
+	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill))
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
 #else
 	(void)page;

@@ -387,7 +387,7 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * the page's secret; the default build's is the address of the block's
  * segment, which the free fast path holds in a register anyway.  User data
  * may equal it by chance: a mark is a reason to look, the lists decide
- * (tl_free_checked).
+ * (free.c, tl_free_check).
  */
 static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 {
@@ -558,7 +558,7 @@ static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
  * checks: it starts a block (its offset in its slice, which is the page's
  * first for every page the fast path reaches, is a multiple of the block
  * size: tl_page.slice_magic) and does not carry the free mark.  The secure
- * build checks every free in full (tl_free_checked).
+ * build checks every free in full (free.c), the fast variant none.
  */
 static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
 				   uintptr_t mark)
@@ -619,9 +619,9 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
  * On x86-64 the same steps are written out, because compilers put the
  * slice's address in a register of its own, one instruction more than
  * addressing segment + index each time: 20 instructions in all (13 in the
- * fast variant, TL_CHECKS=0).  The C
- * version below is the definition; the ThreadSanitizer build, the secure
- * build and other machines use it, and the test suite runs both.
+ * fast variant, TL_CHECKS=0).  The C version below is the definition; the
+ * ThreadSanitizer build, the secure build and other machines use it, and
+ * the test suite runs both.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && \
 	!defined(__SANITIZE_THREAD__) && !TL_SECURE

@@ -13,6 +13,7 @@
 #define TLMALLOC_OPTIONS_H
 
 #include "tlmalloc/atomic.h"
+#include "tlmalloc/types.h"
 
 #define TL_OPTIONS(X)                                                        \
 	X(verbose, 0, 0, 1,                                                  \
@@ -26,7 +27,15 @@
 	X(fault_map, 0, 0, 1000000000,                                       \
 	  "Fault injection for tests: the Nth OS mapping from now on fails " \
 	  "as if the OS refused it (0: off).  Counts down; set it again to " \
-	  "fail another.")
+	  "fail another.")                                                   \
+	X(secure_fill, TL_SECURE, 0, TL_SECURE,                              \
+	  "The secure variant's fill of freed blocks: 1 (its default) fills "\
+	  "every freed block up to 64 KiB with 0xdf past its first 16 "      \
+	  "bytes, 0 does not (faster).  Only libtlmalloc-secure can fill: "  \
+	  "the other builds (shown here) take 0 alone, and any other value " \
+	  "warns.  The checks of the pointer freed have no option: part of " \
+	  "the fast paths, they are in the default and secure builds and "   \
+	  "not in libtlmalloc-fast.")
 
 enum tl_option_id {
 #define TL_OPTION_ENUM(name, def, min, max, doc) TL_OPT_##name,

@@ -48,9 +48,10 @@
 /*
  * Free's checks of the pointer (internal.h, tl_free_fast_ok; free.c): on
  * in the default and secure builds.  The fast variant (libtlmalloc-fast,
- * TL_CHECKS=0) leaves them out of the fast paths and keeps only the exact
- * test of a block start on the generic paths: 8 instructions a malloc/free
- * pair fewer, and a double or interior free there corrupts silently.
+ * TL_CHECKS=0) has no free marks and tests a block's start only on the
+ * generic path of its own pages (full ones, medium ones past their first
+ * slice): 8 instructions a malloc/free pair fewer, and a double or interior
+ * free corrupts the heap silently.
  */
 #ifndef TL_CHECKS
 #define TL_CHECKS 1

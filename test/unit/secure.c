@@ -17,6 +17,9 @@
  * and, living cases:
  *   fill_missing                 a freed block (up to 64 KiB) is filled
  *                                with 0xdf beyond its first two words
+ *   fill_option_ignored          with secure_fill 0 (TLMALLOC_SECURE_FILL
+ *                                or tl_option_set) a freed block keeps its
+ *                                bytes; set to 1 again, it is filled
  *   order_not_shuffled           fresh blocks do not come in address order
  *   guard_page_missing           the page after a huge block, the last page
  *                                of a 4 MiB segment and the page before its
@@ -28,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -189,6 +193,33 @@ static void fill_missing(void)
 	}
 }
 
+/* Free a block of n bytes of 0x11 (its page kept from emptying) and count
+ * the bytes past its first two words that still hold 0x11. */
+static size_t kept_after_free(size_t n)
+{
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	memset(p, 0x11, n);
+	void *keep = malloc(n);
+	free(p);
+	size_t kept = 0;
+	for (size_t i = 2 * sizeof(void *); i < n; i++)
+		kept += p[i] == 0x11;
+	free(keep);
+	return kept;
+}
+
+static void fill_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_fill", &v) == 0 && v == 1);
+	CHECK(tl_option_set("secure_fill", 0) == 0);
+	CHECKF(kept_after_free(1000) == 1000 - 16, "filled with secure_fill 0");
+	CHECK(tl_option_set("secure_fill", 1) == 0);
+	CHECKF(kept_after_free(1000) == 0, "not filled with secure_fill 1");
+	CHECK(tl_option_set("secure_fill", 2) == EINVAL);
+}
+
 static void order_not_shuffled(void)
 {
 	enum { N = 64 };
@@ -309,6 +340,7 @@ static const struct test_case cases[] = {
 	{ "use_after_free_link_missed", use_after_free_link_missed },
 	{ "interior_free_missed", interior_free_missed },
 	{ "fill_missing", fill_missing },
+	{ "fill_option_ignored", fill_option_ignored },
 	{ "order_not_shuffled", order_not_shuffled },
 	{ "guard_page_missing", guard_page_missing },
 	{ "huge_guard_lost_on_realloc", huge_guard_lost_on_realloc },

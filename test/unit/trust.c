@@ -56,6 +56,10 @@ static void option_get_set_broken(void)
 	long v = -1;
 	CHECK(tl_option_get("purge_delay", &v) == 0);
 	CHECKF(v == 100, "default purge_delay %ld", v);
+	/* the default build cannot fill freed blocks: 0 only */
+	CHECK(tl_option_get("secure_fill", &v) == 0 && v == 0);
+	CHECK(tl_option_set("secure_fill", 1) == EINVAL);
+	CHECK(tl_option_get("secure_fill", &v) == 0 && v == 0);
 	CHECK(tl_option_set("purge_delay", 250) == 0);
 	CHECK(tl_option_get("purge_delay", &v) == 0 && v == 250);
 	CHECK(tl_option_set("purge_delay", -1) == EINVAL);
