@@ -80,6 +80,7 @@ void tl_process_init(void)
 	tl_os_page_size();
 	tl_options_init();
 	tl_segment_shadow_objects();
+	tl_fault_init();
 	if (tl_option(TL_OPT_show_stats))
 		atexit(tl_stats_print);
 	pthread_key_create(&heap_key, thread_exit);

@@ -260,3 +260,24 @@ void tl_os_map_shadow(uintptr_t addr, size_t size)
 	if (p != MAP_FAILED && (uintptr_t)p != addr)
 		munmap(p, size);
 }
+
+bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
+		      struct sigaction *prev)
+{
+	int saved = errno;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	int r = sigaction(SIGSEGV, &sa, prev);
+	errno = saved;
+	return r == 0;
+}
+
+void tl_os_restore_segv(const struct sigaction *prev)
+{
+	int saved = errno;
+	sigaction(SIGSEGV, prev, NULL);
+	errno = saved;
+}

@@ -216,6 +216,8 @@ void tl_segment_forget(tl_segment *seg);
 void tl_segment_remember(tl_segment *seg);
 /* Make free() of a static or a string literal report instead of fault. */
 void tl_segment_shadow_objects(void);
+/* Install the handler of faulting free probes, if asked (fault.c). */
+void tl_fault_init(void);
 /* Whether p lies in a live segment of tlmalloc's. */
 bool tl_segment_is_ours(const void *p);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
@@ -478,6 +480,42 @@ static inline uintptr_t tl_page_owner_fast(const tl_page *page)
 #endif
 }
 
+/*
+ * Free's first read at a pointer's would-be descriptor, the owner word, is
+ * a probe: the instruction's address goes into the section tl_free_probes
+ * (as an offset from the entry, so the section needs no relocation) and
+ * the pointer is in rdi while it runs.  A fault there is a free of a
+ * pointer whose 4 MiB-aligned base is unmapped, which fault.c reports.
+ * x86-64 only; elsewhere, and under ThreadSanitizer, the read is plain.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TL_FREE_PROBES 1
+#define TL_FREE_PROBE_RECORD \
+		".pushsection tl_free_probes,\"a\"\n\t" \
+		".balign 4\n\t" \
+		".long 1b - .\n\t" \
+		".popsection\n\t"
+#else
+#define TL_FREE_PROBES 0
+#endif
+
+/* page's owner word, read as free's probe of p (see above). */
+static inline uintptr_t tl_page_owner_probe(const tl_page *page, const void *p)
+{
+#if TL_FREE_PROBES
+	uintptr_t owner;
+	__asm__("1:\n\t"
+		"mov %1, %0\n\t"
+		TL_FREE_PROBE_RECORD
+		: "=r"(owner)
+		: "m"(*(const uintptr_t *)&page->owner), "D"(p));
+	return owner;
+#else
+	(void)p;
+	return tl_page_owner_fast(page);
+#endif
+}
+
 static inline tl_block *tl_page_pop(tl_page *page)
 {
 	tl_block *block = page->free;
@@ -599,7 +637,7 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 	if (tl_unlikely(p == NULL))
 		return;
 	tl_page *page = tl_slice_of(tl_segment_of(p), p);
-	if (tl_likely(tl_page_owner_fast(page) == heap->id)) {
+	if (tl_likely(tl_page_owner_probe(page, p) == heap->id)) {
 		uintptr_t mark = tl_free_mark(page, p);
 		if (tl_likely(tl_free_fast_ok(page, p, mark))) {
 			tl_page_push_local(page, p, mark);
@@ -648,7 +686,9 @@ static inline void tl_free_local(void *p)
 		"mov %0, %%rdx\n\t"
 		"shr %[shift], %%rdx\n\t"
 		"and %[index], %%edx\n\t"		/* slice * 128 */
-		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
+		"1:\n\t"
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"	/* the probe */
+		TL_FREE_PROBE_RECORD
 		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
 		"jne %l[slow]\n\t"
 		TL_FREE_CHECKS_X86
@@ -657,7 +697,7 @@ static inline void tl_free_local(void *p)
 		TL_FREE_MARK_X86
 		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
 		:
-		: "r"(p),
+		: "D"(p),
 		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
 		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
 		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
@@ -682,7 +722,7 @@ static inline void tl_free_local(void *p)
 		return;
 	}
 	tl_page *page = tl_slice_of(seg, p);
-	if (tl_likely(tl_page_owner_fast(page) == tl_thread_id())) {
+	if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id())) {
 		uintptr_t mark = tl_free_mark(page, p);
 		if (tl_likely(tl_free_fast_ok(page, p, mark)))
 			tl_page_push_local(page, p, mark);

@@ -28,6 +28,13 @@
 	  "Fault injection for tests: the Nth OS mapping from now on fails " \
 	  "as if the OS refused it (0: off).  Counts down; set it again to " \
 	  "fail another.")                                                   \
+	X(catch_foreign, 1, 0, 1,                                            \
+	  "1: at start-up, install a SIGSEGV handler that reports a free "   \
+	  "whose pointer's 4 MiB-aligned base is unmapped (another "         \
+	  "allocator's mapping, an object loaded later) as \"not allocated " \
+	  "by tlmalloc\" instead of a crash; every other fault goes on to "  \
+	  "the handler or default action found (src/fault.c).  0: no "       \
+	  "handler, such a free is a SIGSEGV.  Read at start-up only.")      \
 	X(secure_fill, TL_SECURE, 0, TL_SECURE,                              \
 	  "The secure variant's fill of freed blocks: 1 (its default) fills "\
 	  "every freed block up to 64 KiB with 0xdf past its first 16 "      \

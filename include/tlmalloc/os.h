@@ -1,13 +1,14 @@
 /*
  * os.h - the OS contract.  src/os.c is the only file that makes system
- * calls (mmap, munmap, madvise, mremap, futex, clock; getrandom and
- * mprotect in the secure build); everything above it
+ * calls (mmap, munmap, madvise, mremap, futex, clock, sigaction; getrandom
+ * and mprotect in the secure build); everything above it
  * goes through these functions.  None of them allocates, and every one of
  * them leaves errno as it found it.
  */
 #ifndef TLMALLOC_OS_H
 #define TLMALLOC_OS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,5 +61,14 @@ bool tl_os_guard(void *addr, size_t size);
  * (not counted by the fault_map option); nothing otherwise. */
 void tl_os_map_shadow(uintptr_t addr, size_t size);
 bool tl_os_unguard(void *addr, size_t size);
+
+/*
+ * Install fn as the SIGSEGV handler (SA_SIGINFO, SA_ONSTACK, SA_RESTART),
+ * saving the action it replaces in *prev; false if the OS refuses.
+ */
+bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
+		      struct sigaction *prev);
+/* Put a saved SIGSEGV action back. */
+void tl_os_restore_segv(const struct sigaction *prev);
 
 #endif /* TLMALLOC_OS_H */

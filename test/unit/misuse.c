@@ -22,7 +22,15 @@
  *   realloc_freed_silent        realloc of a freed block
  *   usable_freed_silent         malloc_usable_size of a freed block
  *   never_returned_silent       free of a block start malloc never returned
- * and, not a death case:
+ *   foreign_unmapped_free_silent  free of a pointer into a mapping whose
+ *                               4 MiB-aligned base is unmapped (free's
+ *                               first read there faults: fault.c)
+ * and, not death cases of that kind:
+ *   segfault_swallowed          a fault of the program's own still kills
+ *                               it with SIGSEGV, without a tlmalloc line
+ *   catch_foreign_ignored       with TLMALLOC_CATCH_FOREIGN=0 the free of
+ *                               foreign_unmapped_free_silent is a plain
+ *                               SIGSEGV
  *   mark_lookalike_aborts       a live block whose second word equals the
  *                               free mark (its segment's address) is freed
  *                               normally, by its owner and by another thread
@@ -30,6 +38,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +188,59 @@ static void never_returned_child(void)
 	free(p + malloc_usable_size(p));
 }
 
+/* A pointer 1 MiB into a mapping that starts 64 KiB past an unmapped
+ * 4 MiB boundary: its would-be descriptor is unmapped. */
+static void foreign_unmapped_free_child(void)
+{
+	size_t seg = (size_t)4 << 20;
+	char *m = mmap(NULL, 3 * seg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	char *base = (char *)(((uintptr_t)m + seg) & ~(uintptr_t)(seg - 1));
+	CHECK(munmap(base, 64 << 10) == 0);
+	printf("freeing\n");
+	fflush(stdout);
+	free(base + (1 << 20));
+}
+
+static void segfault_child(void)
+{
+	int *volatile bad = (int *)(uintptr_t)16;
+	free(malloc(10));
+	*bad = 1;
+}
+
+/* The child dies by SIGSEGV, with no tlmalloc line on stderr, after
+ * printing `line` (if not NULL). */
+static void expect_segv(const char *name, const char *env, const char *line)
+{
+	char out[256], err[4096];
+	alarm(60);	/* a handler that swallowed the fault would loop */
+	int st = child_run(name, env, out, sizeof(out), err, sizeof(err));
+	alarm(0);
+	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %d: %s",
+	       st, err);
+	CHECKF(strstr(err, "tlmalloc") == NULL, "stderr: %s", err);
+	CHECKF(line == NULL || strstr(out, line) != NULL, "stdout: %s", out);
+}
+
+static void segfault_swallowed(void)
+{
+	expect_segv("segfault_swallowed", NULL, NULL);
+}
+
+static void catch_foreign_ignored(void)
+{
+	expect_segv("catch_foreign_ignored", "TLMALLOC_CATCH_FOREIGN=0",
+		    "freeing");
+}
+
+static void foreign_unmapped_free_silent(void)
+{
+	child_expect_abort("foreign_unmapped_free_silent", "free",
+			   "not allocated by tlmalloc");
+}
+
 static void interior_free_silent(void)
 {
 	child_expect_abort("interior_free_silent", "free",
@@ -310,6 +372,9 @@ static const struct test_case cases[] = {
 	{ "realloc_freed_silent", realloc_freed_silent },
 	{ "usable_freed_silent", usable_freed_silent },
 	{ "never_returned_silent", never_returned_silent },
+	{ "foreign_unmapped_free_silent", foreign_unmapped_free_silent },
+	{ "segfault_swallowed", segfault_swallowed },
+	{ "catch_foreign_ignored", catch_foreign_ignored },
 	{ "mark_lookalike_aborts", mark_lookalike_aborts },
 };
 
@@ -329,6 +394,9 @@ static const struct test_case children[] = {
 	{ "realloc_freed_silent", realloc_freed_child },
 	{ "usable_freed_silent", usable_freed_child },
 	{ "never_returned_silent", never_returned_child },
+	{ "foreign_unmapped_free_silent", foreign_unmapped_free_child },
+	{ "segfault_swallowed", segfault_child },
+	{ "catch_foreign_ignored", foreign_unmapped_free_child },
 };
 
 int main(int argc, char **argv)

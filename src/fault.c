@@ -1,0 +1,77 @@
+/*
+ * fault.c - free of a pointer whose would-be descriptor is unmapped.
+ *
+ * free's fast path reads the owner word of the descriptor at p's 4 MiB-
+ * aligned base before it knows whether p is tlmalloc's.  For a pointer
+ * tlmalloc never returned, that base may be unmapped: another allocator's
+ * (or the program's) mapping placed just above an empty 4 MiB boundary, as
+ * the kernel places new mappings below the last, or an object loaded with
+ * dlopen after start-up (segment.c shadows those loaded before).  The read
+ * faults.  It is one instruction wherever free is inlined, whose address
+ * is recorded in the section tl_free_probes, with p in rdi (internal.h,
+ * tl_page_owner_probe).
+ *
+ * At start-up (option catch_foreign, on by default) a SIGSEGV handler is
+ * installed.  A fault at a probe is reported as any other foreign free,
+ * "free(p): not allocated by tlmalloc", then abort.  Any other fault is
+ * the program's: it goes to the handler installed before ours, if any, or
+ * the action found at start-up is put back and the instruction faults
+ * again, so a crash stays the crash it was (the same signal, its core).
+ * A handler the program installs later replaces this one; such frees then
+ * fault as they would without it.  GWP-ASan (LLVM's, tcmalloc's, Android's
+ * allocators) installs and chains its handler the same way.
+ */
+#define _GNU_SOURCE	/* REG_RIP, REG_RDI */
+#include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
+#include "tlmalloc/os.h"
+
+#if TL_FREE_PROBES
+#include <ucontext.h>
+
+/* The linker's bounds of the probes' section (offsets, see internal.h). */
+extern const int32_t __start_tl_free_probes[]
+	__attribute__((visibility("hidden")));
+extern const int32_t __stop_tl_free_probes[]
+	__attribute__((visibility("hidden")));
+
+static struct sigaction prev_action;
+
+static bool is_probe(uintptr_t pc)
+{
+	for (const int32_t *e = __start_tl_free_probes;
+	     e < __stop_tl_free_probes; e++)
+		if ((uintptr_t)e + (uintptr_t)(intptr_t)*e == pc)
+			return true;
+	return false;
+}
+
+static void on_segv(int sig, siginfo_t *info, void *context)
+{
+	ucontext_t *uc = context;
+	if (is_probe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+		tl_fatal("free", (void *)uc->uc_mcontext.gregs[REG_RDI],
+			 "not allocated by tlmalloc");
+	if ((prev_action.sa_flags & SA_SIGINFO) &&
+	    prev_action.sa_sigaction != NULL) {
+		prev_action.sa_sigaction(sig, info, context);
+		return;
+	}
+	if (prev_action.sa_handler != SIG_DFL &&
+	    prev_action.sa_handler != SIG_IGN) {
+		prev_action.sa_handler(sig);
+		return;
+	}
+	tl_os_restore_segv(&prev_action);
+}
+
+void tl_fault_init(void)
+{
+	if (tl_option(TL_OPT_catch_foreign))
+		tl_os_catch_segv(on_segv, &prev_action);
+}
+#else
+void tl_fault_init(void)
+{
+}
+#endif
