@@ -174,39 +174,31 @@ static void interior_free_missed(void)
 	child_expect_abort("interior_free_missed", "free", "not the start of a block");
 }
 
-static void fill_missing(void)
-{
-	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 };
-	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		size_t n = sizes[k];
-		unsigned char *p = malloc(n);
-		CHECK(p != NULL);
-		memset(p, 0x11, n);
-		/* Keep the page from emptying, so its memory stays as freed. */
-		void *keep = malloc(n);
-		free(p);
-		size_t bad = 0;
-		for (size_t i = 2 * sizeof(void *); i < n; i++)
-			bad += p[i] != 0xdf;
-		CHECKF(bad == 0, "%zu of %zu bytes not filled", bad, n);
-		free(keep);
-	}
-}
-
-/* Free a block of n bytes of 0x11 (its page kept from emptying) and count
- * the bytes past its first two words that still hold 0x11. */
-static size_t kept_after_free(size_t n)
+/* Free a block of n bytes of 0x11 (its page kept from emptying, so its
+ * memory stays as freed) and count the bytes past its first two words
+ * that hold `byte` afterwards. */
+static size_t bytes_after_free(size_t n, unsigned char byte)
 {
 	unsigned char *p = malloc(n);
 	CHECK(p != NULL);
 	memset(p, 0x11, n);
 	void *keep = malloc(n);
 	free(p);
-	size_t kept = 0;
+	size_t count = 0;
 	for (size_t i = 2 * sizeof(void *); i < n; i++)
-		kept += p[i] == 0x11;
+		count += p[i] == byte;
 	free(keep);
-	return kept;
+	return count;
+}
+
+static void fill_missing(void)
+{
+	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k], filled = bytes_after_free(n, 0xdf);
+		CHECKF(filled == n - 2 * sizeof(void *), "%zu of %zu bytes "
+		       "filled", filled, n);
+	}
 }
 
 static void fill_option_ignored(void)
@@ -214,9 +206,11 @@ static void fill_option_ignored(void)
 	long v = -1;
 	CHECK(tl_option_get("secure_fill", &v) == 0 && v == 1);
 	CHECK(tl_option_set("secure_fill", 0) == 0);
-	CHECKF(kept_after_free(1000) == 1000 - 16, "filled with secure_fill 0");
+	CHECKF(bytes_after_free(1000, 0x11) == 1000 - 16,
+	       "filled with secure_fill 0");
 	CHECK(tl_option_set("secure_fill", 1) == 0);
-	CHECKF(kept_after_free(1000) == 0, "not filled with secure_fill 1");
+	CHECKF(bytes_after_free(1000, 0xdf) == 1000 - 16,
+	       "not filled with secure_fill 1");
 	CHECK(tl_option_set("secure_fill", 2) == EINVAL);
 }
 
