@@ -16,7 +16,8 @@
  * "free(p): not allocated by tlmalloc", then abort.  Any other fault is
  * the program's: it goes to the handler installed before ours, if any, or
  * the action found at start-up is put back and the instruction faults
- * again, so a crash stays the crash it was (the same signal, its core).
+ * again (a SIGSEGV sent with kill or raise is sent again), so a crash stays
+ * the crash it was (the same signal, its core).
  * A handler the program installs later replaces this one; such frees then
  * fault as they would without it.  GWP-ASan (LLVM's, tcmalloc's, Android's
  * allocators) installs and chains its handler the same way.
@@ -62,7 +63,10 @@ static void on_segv(int sig, siginfo_t *info, void *context)
 		prev_action.sa_handler(sig);
 		return;
 	}
-	tl_os_restore_segv(&prev_action);
+	/* A fault comes again when the instruction runs again; a signal sent
+	 * by kill or raise (si_code <= 0) must be sent again. */
+	tl_os_restore_segv(&prev_action, info->si_code <= 0 &&
+					 prev_action.sa_handler == SIG_DFL);
 }
 
 void tl_fault_init(void)

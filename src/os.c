@@ -275,9 +275,11 @@ bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
 	return r == 0;
 }
 
-void tl_os_restore_segv(const struct sigaction *prev)
+void tl_os_restore_segv(const struct sigaction *prev, bool again)
 {
 	int saved = errno;
 	sigaction(SIGSEGV, prev, NULL);
+	if (again)
+		raise(SIGSEGV);
 	errno = saved;
 }

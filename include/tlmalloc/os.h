@@ -68,7 +68,8 @@ bool tl_os_unguard(void *addr, size_t size);
  */
 bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
 		      struct sigaction *prev);
-/* Put a saved SIGSEGV action back. */
-void tl_os_restore_segv(const struct sigaction *prev);
+/* Put a saved SIGSEGV action back; with again, send SIGSEGV to the calling
+ * thread (delivered once the handler that calls this returns). */
+void tl_os_restore_segv(const struct sigaction *prev, bool again);
 
 #endif /* TLMALLOC_OS_H */

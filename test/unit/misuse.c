@@ -28,6 +28,7 @@
  * and, not death cases of that kind:
  *   segfault_swallowed          a fault of the program's own still kills
  *                               it with SIGSEGV, without a tlmalloc line
+ *   raised_segv_swallowed       so does raise(SIGSEGV)
  *   catch_foreign_ignored       with TLMALLOC_CATCH_FOREIGN=0 the free of
  *                               foreign_unmapped_free_silent is a plain
  *                               SIGSEGV
@@ -203,6 +204,13 @@ static void foreign_unmapped_free_child(void)
 	free(base + (1 << 20));
 }
 
+static void raised_segv_child(void)
+{
+	free(malloc(10));
+	raise(SIGSEGV);
+	printf("still running\n");
+}
+
 static void segfault_child(void)
 {
 	int *volatile bad = (int *)(uintptr_t)16;
@@ -227,6 +235,11 @@ static void expect_segv(const char *name, const char *env, const char *line)
 static void segfault_swallowed(void)
 {
 	expect_segv("segfault_swallowed", NULL, NULL);
+}
+
+static void raised_segv_swallowed(void)
+{
+	expect_segv("raised_segv_swallowed", NULL, NULL);
 }
 
 static void catch_foreign_ignored(void)
@@ -374,6 +387,7 @@ static const struct test_case cases[] = {
 	{ "never_returned_silent", never_returned_silent },
 	{ "foreign_unmapped_free_silent", foreign_unmapped_free_silent },
 	{ "segfault_swallowed", segfault_swallowed },
+	{ "raised_segv_swallowed", raised_segv_swallowed },
 	{ "catch_foreign_ignored", catch_foreign_ignored },
 	{ "mark_lookalike_aborts", mark_lookalike_aborts },
 };
@@ -396,6 +410,7 @@ static const struct test_case children[] = {
 	{ "never_returned_silent", never_returned_child },
 	{ "foreign_unmapped_free_silent", foreign_unmapped_free_child },
 	{ "segfault_swallowed", segfault_child },
+	{ "raised_segv_swallowed", raised_segv_child },
 	{ "catch_foreign_ignored", foreign_unmapped_free_child },
 };
 
