@@ -69,7 +69,8 @@ TL_API int tl_option_set(const char *name, long value);
 /*
  * Statistics (docs/stats.md): a snapshot of what tlmalloc holds, taken
  * under the pool lock from figures the allocator keeps anyway; the fast
- * paths count nothing for it.
+ * paths count one thing for it, the blocks each page hands out (for
+ * class_ops; not in libtlmalloc-fast).
  *
  * Live blocks are counted page by page as carved minus counted free.  The
  * calling thread's heap (and the lock baseline's shared heap) is counted

@@ -128,14 +128,16 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
 /*
  * A page descriptor; the fields the fast paths touch come first.
  *
- * Counting: the fast paths do not count.  avail is the length of free as
- * of the last count, exact for every page but the head of its class queue,
- * whose free list malloc pops without counting.  A head page leaves the
- * queue only once free is empty, so avail is exact again then.  local_free
- * and thread_free are counted when collected (tl_page_collect), which
- * walks them once: amortised O(1) a block.  So for a page that is not a
- * queue head, blocks in use = capacity - avail - (uncollected frees), and
- * after a collect, capacity == avail means the page is empty.
+ * Counting: the fast paths do not count free blocks (malloc counts only
+ * the blocks handed out, allocs, for the statistics).  avail is the
+ * length of free as of the last count, exact for every page but the head
+ * of its class queue, whose free list malloc pops without counting.  A
+ * head page leaves the queue only once free is empty, so avail is exact
+ * again then.  local_free and thread_free are counted when collected
+ * (tl_page_collect), which walks them once: amortised O(1) a block.  So
+ * for a page that is not a queue head, blocks in use = capacity - avail -
+ * (uncollected frees), and after a collect, capacity == avail means the
+ * page is empty.
  *
  * The page is in exactly one list: its class queue of the owner heap, the
  * owner's full list (owner has TL_OWNER_FULL; free and avail are empty),
