@@ -77,7 +77,8 @@ static void *free_twice(void *p)
 	return NULL;
 }
 
-/* A block in the middle of its page, among live neighbours. */
+/* A block of size bytes, filled, that is not the first of its page (the
+ * blocks before it are freed again). */
 static char *block(size_t size)
 {
 	char *keep[8];
