@@ -26,9 +26,10 @@
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
  *                              block lies in tlmalloc's memory (a usable
  *                              byte at least), not just past a mapping
- *   double_free_hangs          a block freed twice makes its page's free
- *                              list loop: counting it must report a double
- *                              free, not walk forever or hand it out twice
+ *   double_free_hangs          a block of a full page freed twice (the
+ *                              generic path's free): reported as a double
+ *                              free at the second free, not a list that
+ *                              loops when counted (misuse.c has the rest)
  * The death cases run the misuse in a child process (this program, exec'd
  * with the case name and "child") and check its signal and stderr.
  */
@@ -227,7 +228,8 @@ static void literal_free_child(void)
 }
 
 /* Fill two pages of one class, free a block of the first (full) page
- * twice, then make tlmalloc count that page's frees. */
+ * twice (the second free must abort), then make tlmalloc count that page's
+ * frees. */
 static void double_free_child(void)
 {
 	enum { N = 8192 };
