@@ -40,20 +40,6 @@ void tl_secure_modified(const void *block)
 }
 #endif
 
-/* Whether p is the start of a block in the carved part of page (a
- * multiply in the page's first slice, a division past it). */
-static bool block_start(const tl_page *page, const void *p)
-{
-	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
-	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
-	uint32_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
-	if (bs == 0 || off >= (uintptr_t)cap * bs)
-		return false;
-	if (off < TL_SLICE_SIZE)
-		return tl_slice_offset_starts((uint32_t)off, page->slice_magic);
-	return off % bs == 0;
-}
-
 #if TL_CHECKS
 static bool list_holds(const tl_page *page, const tl_block *b,
 		       const tl_block *block)
@@ -85,7 +71,7 @@ static bool looks_free(const tl_page *page, const tl_block *block)
 	(void)block;
 	return true;
 #else
-	return block->next == NULL || block_start(page, block->next);
+	return block->next == NULL || tl_block_in_page(page, block->next);
 #endif
 }
 #endif
@@ -93,7 +79,7 @@ static bool looks_free(const tl_page *page, const tl_block *block)
 static inline void check_block(const char *call, const tl_page *page,
 				const void *p, bool owner)
 {
-	if (tl_unlikely(!block_start(page, p)))
+	if (tl_unlikely(!tl_block_in_page(page, p)))
 		tl_fatal(call, p, "not the start of a block "
 				  "(interior or stray pointer)");
 #if TL_CHECKS

@@ -53,8 +53,9 @@ void tl_page_format(tl_page *page, unsigned cls)
 	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);
 	page->slice_magic = tl_slice_magic(page->block_size);
+	page->div_magic = UINT64_MAX / page->block_size + 1;
 #if TL_SECURE
-	tl_secure_page_init(page, page->block_size);
+	tl_secure_page_init(page);
 #endif
 	tl_page_set_capacity(page, 0);
 	tl_page_set_avail(page, 0);
@@ -91,10 +92,9 @@ static uintptr_t secret(void)
 
 /* A page keeps its key while formatted; the next format chains a new one,
  * so blocks freed under an old key do not carry a valid mark. */
-void tl_secure_page_init(tl_page *page, uint32_t bs)
+void tl_secure_page_init(tl_page *page)
 {
 	page->key = (uintptr_t)mix64(page->key ^ secret() ^ (uintptr_t)page);
-	page->div_magic = UINT64_MAX / bs + 1;
 }
 
 static uint64_t xorshift64(uint64_t *state)

@@ -350,6 +350,35 @@ static inline void tl_purger_poll(void)
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
+/* ---- blocks ---- */
+/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX). */
+static inline uint32_t tl_slice_magic(uint32_t bs)
+{
+	return UINT32_MAX / bs + 1;
+}
+
+/* Whether an offset below TL_SLICE_SIZE is a multiple of the block size
+ * whose slice_magic is magic: one multiply and one compare, exact for
+ * every class (test/unit/block_start.c). */
+static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
+{
+	return off * magic < magic;
+}
+
+/* Whether p is the start of a block in the carved part of page: a range
+ * check, and off % block_size == 0 without a division (off < 2^32).  The
+ * generic paths' test of a freed pointer, and the secure build's of every
+ * link. */
+static inline bool tl_block_in_page(const tl_page *page, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
+	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+	uint32_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
+	if (off >= (uintptr_t)cap * bs)		/* an unformatted page: cap 0 */
+		return false;
+	return (uint64_t)off * page->div_magic <= page->div_magic - 1;
+}
+
 /* ---- free-list links ---- */
 /*
  * A link stored in a free block goes through these two, which are the
@@ -364,23 +393,12 @@ __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
 
-/* A new secret for a page being formatted for blocks of bs bytes. */
-void tl_secure_page_init(tl_page *page, uint32_t bs);
+/* A new secret for a page being formatted. */
+void tl_secure_page_init(tl_page *page);
 __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
 	TL_NOINLINE;
-
-/* Whether p is the start of a block in the carved part of page. */
-static inline bool tl_block_in_page(const tl_page *page, const void *p)
-{
-	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
-	uint32_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
-	if (off >= (uintptr_t)cap * page->block_size)
-		return false;
-	/* off % block_size == 0, without a division (off < 2^32). */
-	return (uint64_t)off * page->div_magic <= page->div_magic - 1;
-}
 
 #endif
 
@@ -575,20 +593,6 @@ static inline void *tl_malloc_local(size_t size)
 		}
 	}
 	return tl_malloc_slow(size);
-}
-
-/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX). */
-static inline uint32_t tl_slice_magic(uint32_t bs)
-{
-	return UINT32_MAX / bs + 1;
-}
-
-/* Whether an offset below TL_SLICE_SIZE is a multiple of the block size
- * whose slice_magic is magic: one multiply and one compare, exact for
- * every class (test/unit/block_start.c). */
-static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
-{
-	return off * magic < magic;
 }
 
 /*

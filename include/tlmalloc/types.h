@@ -186,12 +186,14 @@ typedef struct tl_page {
 	 * free fast path's test of a block start, next to owner.
 	 */
 	uint32_t slice_magic;
+	/* Set by tl_page_format: UINT64_MAX / block_size + 1, the same test
+	 * for any offset in the page (tl_block_in_page). */
+	uint64_t div_magic;
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 	struct tl_page *prev;	/* the other link (next), rarely written */
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */
 	uintptr_t key;		/* secret of the page's link encoding */
-	uint64_t div_magic;	/* UINT64_MAX / block_size + 1 */
 #endif
 } __attribute__((aligned(128))) tl_page;
 
