@@ -61,15 +61,11 @@ size_t tl_block_usable(const char *call, const void *p)
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	if (owner == TL_OWNER_FREE)
 		tl_fatal(call, p, "block of a free page (freed already?)");
-	if (page->kind == TL_PAGE_HUGE) {
-		if (p != page->start)
-			tl_fatal(call, p, "not the start of a block "
-					  "(interior or stray pointer)");
-		return seg->map_size - TL_HUGE_GUARD -
-		       (size_t)(page->start - (uint8_t *)seg);
-	}
 	tl_free_check(call, page, p,
 		      (owner & ~(uintptr_t)TL_OWNER_FULL) == tl_heap_local->id);
+	if (page->kind == TL_PAGE_HUGE)
+		return seg->map_size - TL_HUGE_GUARD -
+		       (size_t)(page->start - (uint8_t *)seg);
 	return page->block_size;
 }
 

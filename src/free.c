@@ -76,12 +76,17 @@ static bool looks_free(const tl_page *page, const tl_block *block)
 }
 #endif
 
+__attribute__((noreturn)) static void not_a_block(const char *call,
+						 const void *p)
+{
+	tl_fatal(call, p, "not the start of a block (interior or stray pointer)");
+}
+
 static inline void check_block(const char *call, const tl_page *page,
 				const void *p, bool owner)
 {
 	if (tl_unlikely(!tl_block_in_page(page, p)))
-		tl_fatal(call, p, "not the start of a block "
-				  "(interior or stray pointer)");
+		not_a_block(call, p);
 #if TL_CHECKS
 	const tl_block *block = p;
 	/* free: a double free; realloc, malloc_usable_size: a freed block */
@@ -97,6 +102,11 @@ static inline void check_block(const char *call, const tl_page *page,
 void tl_free_check(const char *call, const tl_page *page, const void *p,
 		   bool owner)
 {
+	if (page->kind == TL_PAGE_HUGE) {	/* one block, at start */
+		if (p != page->start)
+			not_a_block(call, p);
+		return;
+	}
 	check_block(call, page, p, owner);
 }
 
@@ -153,9 +163,7 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 		return;
 	}
 	if (owner == TL_OWNER_HUGE) {
-		if (p != page->start)
-			tl_fatal("free", p, "not the start of a block "
-					    "(interior or stray pointer)");
+		tl_free_check("free", page, p, false);
 		tl_large_free(tl_segment_of(p));
 		return;
 	}

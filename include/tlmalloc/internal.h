@@ -314,7 +314,8 @@ void tl_free_slow(void *p) TL_NOINLINE;
 /*
  * Abort with a line naming call and p unless p is the start of a block of
  * page that is not free (owner: the caller owns the page's lists, which
- * confirm a mark; free.c explains).  For free, realloc, malloc_usable_size.
+ * confirm a mark; free.c explains); of a huge page, its one block's start.
+ * For free, realloc, malloc_usable_size.
  */
 void tl_free_check(const char *call, const tl_page *page, const void *p,
 		   bool owner) TL_NOINLINE;
