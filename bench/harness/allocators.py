@@ -4,7 +4,10 @@ Kinds of allocator:
   system   glibc: the program as built, nothing preloaded.
   preload  a shared library put in LD_PRELOAD (tlmalloc, its fast variant
            without free's checks, the peers, and any NAME=/path/lib.so from
-           the command line).
+           the command line).  The Debian peers are looked for in the
+           system's library folders; mimalloc3, snmalloc and rpmalloc in
+           <build>/peers, where scripts/build-peers.sh puts them with
+           VERSIONS.json (their versions).
   ts       the ts_ API of tlmalloc: `scaling_ts --api lock` (the naive
            one-lock baseline, "tlmalloc-lock"); runs the scaling workload
            only.  tlmalloc itself runs `scaling_ts --api nolock` there.
@@ -14,6 +17,7 @@ An allocator that is not found stays in the list with found=False and a
 note saying why, so the report can show it as missing.
 """
 
+import json
 import os
 import platform
 import subprocess
@@ -31,7 +35,20 @@ PEERS = (
      "libtbbmalloc2"),
 )
 
-BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") + tuple(p[0] for p in PEERS) \
+# name, library in <build>/peers, the crate whose bundled sources
+# scripts/build-peers.sh compiles
+BUILT_PEERS = (
+    ("mimalloc3", "libmimalloc3.so", "libmimalloc-sys"),
+    ("snmalloc", "libsnmalloc.so", "snmalloc-sys"),
+    ("rpmalloc", "librpmalloc.so", "rpmalloc-sys"),
+)
+
+PEERS_DIR = "peers"                 # under the build folder
+VERSIONS_FILE = "VERSIONS.json"
+BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
+
+BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") \
+    + tuple(p[0] for p in PEERS) + tuple(p[0] for p in BUILT_PEERS) \
     + ("musl",)
 
 
@@ -103,6 +120,47 @@ def peer_allocators(lib_dirs):
     return found
 
 
+def read_peer_versions(path):
+    """{name: {"version", "crate", ...}} from build-peers.sh's VERSIONS.json.
+
+    A missing or unreadable file, or one of another shape, gives {}; an
+    entry that is not a mapping is left out.
+    """
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    peers = data.get("peers") if isinstance(data, dict) else None
+    if not isinstance(peers, dict):
+        return {}
+    return {name: entry for name, entry in peers.items()
+            if isinstance(entry, dict)}
+
+
+def built_peer_allocators(peers_dir):
+    """mimalloc3, snmalloc, rpmalloc from peers_dir, found or not."""
+    versions = read_peer_versions(os.path.join(peers_dir, VERSIONS_FILE))
+    allocs = []
+    for name, lib, crate in BUILT_PEERS:
+        path = os.path.join(peers_dir, lib)
+        entry = versions.get(name, {})
+        package = str(entry.get("crate") or crate) + " (cargo)"
+        if not os.path.isfile(path):
+            allocs.append(Allocator(name, "preload", "", False,
+                                    "%s (%s missing)" % (BUILD_PEERS_HINT,
+                                                         path),
+                                    package=package))
+            continue
+        version = str(entry.get("version") or "")
+        note = "built from the %s crate's bundled sources" % crate
+        if not version:
+            note += "; no version recorded in %s" % VERSIONS_FILE
+        allocs.append(Allocator(name, "preload", path, True, note,
+                                package=package, version=version))
+    return allocs
+
+
 def musl_allocator(bench_dir):
     progs = []
     if os.path.isdir(bench_dir):
@@ -132,8 +190,8 @@ def parse_extra(spec):
 def discover(build_dir, lib_dirs=None, extras=(), bench_dir=None):
     """Every allocator, found or not, in the report's order.
 
-    build_dir holds src/libtlmalloc.so; bench_dir (default build_dir/bench)
-    the workload programs.
+    build_dir holds src/libtlmalloc.so and peers/ (the built peers);
+    bench_dir (default build_dir/bench) the workload programs.
     """
     if lib_dirs is None:
         lib_dirs = default_lib_dirs()
@@ -142,6 +200,7 @@ def discover(build_dir, lib_dirs=None, extras=(), bench_dir=None):
     allocs.append(Allocator("glibc", "system", "", True,
                             "the C library's malloc (no preload)"))
     allocs += peer_allocators(lib_dirs)
+    allocs += built_peer_allocators(os.path.join(build_dir, PEERS_DIR))
     allocs.append(musl_allocator(bench_dir))
     allocs += [parse_extra(spec) for spec in extras]
     return allocs

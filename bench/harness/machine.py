@@ -120,5 +120,6 @@ def add_versions(allocs, tlmalloc_version=""):
         elif alloc.found and alloc.path:
             package, version = package_of(alloc.path)
             alloc.package = package or alloc.package
-            alloc.version = version
+            # the peers built from source bring their version along
+            alloc.version = version or alloc.version
     return allocs

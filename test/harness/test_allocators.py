@@ -1,4 +1,5 @@
 """Allocator discovery on a fake file system, and the command per cell."""
+import json
 import os
 
 import pytest
@@ -37,7 +38,8 @@ def test_discovery_finds_what_is_there(tree):
     found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
                            "glibc", "jemalloc", "tcmalloc", "mimalloc",
-                           "tbbmalloc", "musl"]
+                           "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
+                           "musl"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api == "nolock"
@@ -140,3 +142,107 @@ def test_probe_marks_refused_library(tmp_path):
     alloc = am.Allocator("bogus", "preload", str(bogus))
     am.probe_preload(alloc)
     assert not alloc.found and "refuses" in alloc.note
+
+
+VERSIONS = {
+    "recipe": "0123456789abcdef",
+    "peers": {
+        "mimalloc3": {"version": "3.3.2", "library": "libmimalloc3.so",
+                      "crate": "libmimalloc-sys 0.1.49"},
+        "snmalloc": {"version": "0.7.6", "library": "libsnmalloc.so",
+                     "crate": "snmalloc-sys 0.7.6"},
+        "rpmalloc": "not a mapping",
+    },
+}
+
+
+def built_peers(tree, versions=VERSIONS, libs=("libmimalloc3.so",
+                                               "libsnmalloc.so",
+                                               "librpmalloc.so")):
+    peers = tree / "build" / "peers"
+    for lib in libs:
+        touch(str(peers / lib))
+    if versions is not None:
+        (peers / "VERSIONS.json").write_text(json.dumps(versions))
+    return peers
+
+
+def test_built_peers_found_with_versions(tree):
+    peers = built_peers(tree)
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    mi3 = found["mimalloc3"]
+    assert mi3.found and mi3.kind == "preload"
+    assert mi3.path == str(peers / "libmimalloc3.so")
+    assert mi3.version == "3.3.2"
+    assert mi3.package == "libmimalloc-sys 0.1.49 (cargo)"
+    assert found["snmalloc"].version == "0.7.6"
+    assert found["snmalloc"].path == str(peers / "libsnmalloc.so")
+    # found, but its entry is unusable: no version, and the note says so
+    rp = found["rpmalloc"]
+    assert rp.found and rp.version == "" and "no version" in rp.note
+    assert rp.package == "rpmalloc-sys (cargo)"
+    argv, env = am.command_for(by_name(["loop"])[0], by_name(["loop"])[0]
+                               .quick_points[0], mi3,
+                               str(tree / "build" / "bench"), ["--quick"])
+    assert env == {"LD_PRELOAD": mi3.path}
+
+
+def test_built_peers_missing_with_note(tree):
+    built_peers(tree, libs=("libsnmalloc.so",))
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    for name in ("mimalloc3", "rpmalloc"):
+        assert not found[name].found and found[name].path == ""
+        assert "not built: run scripts/build-peers.sh (needs cargo)" in \
+            found[name].note
+    assert "librpmalloc.so missing" in found["rpmalloc"].note
+    assert found["snmalloc"].found
+    with pytest.raises(am.Missing) as why:
+        loop = by_name(["loop"])[0]
+        am.command_for(loop, loop.quick_points[0], found["mimalloc3"],
+                       str(tree / "build" / "bench"), ["--quick"])
+    assert "build-peers.sh" in str(why.value)
+
+
+def test_built_peers_not_in_system_dirs(tree):
+    """A libsnmalloc.so in a library folder is not taken for the built one."""
+    touch(str(tree / "libs" / "libsnmalloc.so"))
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    assert not found["snmalloc"].found
+
+
+def test_built_peers_without_versions_file(tree):
+    built_peers(tree, versions=None)
+    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    assert all(found[n].found and found[n].version == ""
+               for n in ("mimalloc3", "snmalloc", "rpmalloc"))
+
+
+def test_read_peer_versions(tmp_path):
+    path = tmp_path / "VERSIONS.json"
+    assert am.read_peer_versions(str(path)) == {}            # no file
+    path.write_text("{not json")
+    assert am.read_peer_versions(str(path)) == {}
+    path.write_text("[1, 2]")
+    assert am.read_peer_versions(str(path)) == {}
+    path.write_text(json.dumps({"peers": ["mimalloc3"]}))
+    assert am.read_peer_versions(str(path)) == {}
+    path.write_text(json.dumps(VERSIONS))
+    versions = am.read_peer_versions(str(path))
+    assert sorted(versions) == ["mimalloc3", "snmalloc"]
+    assert versions["mimalloc3"]["version"] == "3.3.2"
+
+
+def test_built_peer_names_are_taken():
+    for name in ("mimalloc3", "snmalloc", "rpmalloc"):
+        with pytest.raises(ValueError):
+            am.parse_extra("%s=/x/lib.so" % name)
+
+
+def test_add_versions_keeps_a_built_peers_version(tree):
+    from bench.harness import machine
+    built_peers(tree)
+    allocs = am.discover(str(tree / "build"), [str(tree / "libs")])
+    machine.add_versions(allocs, "1.0")
+    found = by(allocs)
+    assert found["mimalloc3"].version == "3.3.2"
+    assert found["mimalloc3"].package == "libmimalloc-sys 0.1.49 (cargo)"
