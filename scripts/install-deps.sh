@@ -12,7 +12,10 @@
 #   scripts/install-deps.sh --dry-run    say what would be installed
 #
 # A peer allocator package that the distribution does not have is reported
-# and skipped: the experiments list that allocator as missing.
+# and skipped: the experiments list that allocator as missing.  The peers
+# step also builds mimalloc 3, snmalloc and rpmalloc into build/peers with
+# scripts/build-peers.sh when cargo is there (a no-op when they are built
+# and up to date); without cargo those three are listed as missing.
 # TLMALLOC_TOOLS / TLMALLOC_PEERS replace the package lists (other names on
 # another release).
 set -u
@@ -185,6 +188,25 @@ install_pytest() {
 	return 0
 }
 
+# The peers built from source (scripts/build-peers.sh): cargo fetches their
+# sources.  A failure is a warning: the experiments list them as missing.
+build_source_peers() {
+	local script
+	script="$(cd "$(dirname "$0")" && pwd)/build-peers.sh"
+	if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+		say "WARNING: no cargo: mimalloc3, snmalloc and rpmalloc (built from source by scripts/build-peers.sh) will be listed as missing; install Rust's cargo and rerun"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would run $script (mimalloc3, snmalloc, rpmalloc, unless up to date)"
+		return 0
+	fi
+	"$script" 2>&1 | sed 's/^/install-deps: /'
+	[ "${PIPESTATUS[0]}" -eq 0 ] ||
+		say "WARNING: scripts/build-peers.sh failed; what it did not build is listed as missing"
+	return 0
+}
+
 status=0
 if have_apt; then
 	if [ "$want_tools" -eq 1 ]; then
@@ -197,6 +219,7 @@ if have_apt; then
 else
 	say "no apt-get/dpkg here (not Debian/Ubuntu): install by hand: $TOOLS $PEERS"
 fi
+[ "$want_peers" -eq 1 ] && build_source_peers
 if [ "$want_python" -eq 1 ]; then
 	install_matplotlib
 	install_pytest
