@@ -221,3 +221,17 @@ def test_nothing_to_run_is_refused(tmp_path):
     assert "nosuchprog-tlm: not found on PATH" in err
     assert "nothing to run" in err
     assert not os.path.exists(str(tmp_path / "results"))
+
+
+def test_plots_for_programs(ran, tmp_path):
+    pytest.importorskip("matplotlib")
+    _, _, data, _, _ = ran
+    with open(str(tmp_path / "runs.json"), "w") as handle:
+        json.dump(data, handle)
+    args = cli.parse_args(["--report-only", str(tmp_path)])
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.report_only(args) == 0
+    assert os.path.getsize(str(tmp_path / "plots" / "true.png")) > 1000
+    # a program none of whose runs succeeded has its table, no plot
+    assert not os.path.exists(str(tmp_path / "plots" / "three.png"))
+    assert "](plots/true.png)" in open(str(tmp_path / "report.md")).read()
