@@ -101,6 +101,7 @@ def parse_args(argv):
     if args.reps < 0:
         parser.error("--reps must be positive")
     args.reps = args.reps or (FULL_REPS if args.full else QUICK_REPS)
+    args.timeout_given = args.timeout
     args.timeout = args.timeout or (FULL_TIMEOUT if args.full
                                     else QUICK_TIMEOUT)
     args.bench_dir = args.bench_dir or os.path.join(args.build, "bench")
@@ -326,7 +327,9 @@ def program_dicts(programs, args):
     given = os.environ.get("TLMALLOC_BENCH_COMMAND", "")
     head = ["scripts/experiments.sh"] if given.startswith(
         "scripts/experiments.sh") else ["python3", "-m", "bench.harness"]
-    options = ["--reps", str(args.reps)]
+    options = (["--full"] if args.full else []) + ["--reps", str(args.reps)]
+    if args.timeout_given:
+        options += ["--timeout", "%g" % args.timeout_given]
     if args.alloc:
         options += ["--alloc", args.alloc]
     options += args.extra

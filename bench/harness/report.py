@@ -461,18 +461,20 @@ def machine_section(data):
 
 def header_section(data):
     plots = data.get("plots", {})
+    programs = any(is_program(w) for w in data.get("workloads", []))
+    builtin = not programs or not all(is_program(w)
+                                      for w in data["workloads"])
     lines = ["# Allocator experiments", "",
              "- command: `%s`" % data.get("command", ""),
              "- mode: %s, %s repetitions per cell (median shown)" % (
                  data.get("mode", "?"), data.get("reps", "?")),
              "- started %s, took %s s" % (data.get("started", "?"),
                                          data.get("duration_s", "?")),
-             "- cells show the median; (0.50x) is the ratio to glibc; the "
-             "best of each row is **bold**; FAILED = a run crashed, timed "
-             "out or failed its own check%s" % (
+             "- cells show the median; %sthe best of each row is **bold**; "
+             "FAILED = a run crashed, timed out or failed its own check%s" % (
+                 "(0.50x) is the ratio to glibc; " if builtin else "",
                  "; a program's run failed when it exited non-zero"
-                 if any(is_program(w) for w in data.get("workloads", []))
-                 else "")]
+                 if programs else "")]
     if data.get("slow"):
         lines.append("- %s: a cell whose first run took over %g s ran only "
                      "once" % (ONCE_MARK, data["slow"]))
