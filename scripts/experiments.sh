@@ -8,6 +8,11 @@
 #   scripts/experiments.sh --full               the classic full sizes
 #   scripts/experiments.sh --only loop,prodcons --alloc glibc,tlmalloc
 #   scripts/experiments.sh --reps 5 --out DIR   NAME=/path/lib.so ...
+#   scripts/experiments.sh --program 'python3 -c "import json"'
+#                                               your own command (repeatable,
+#                                               [NAME=]'CMD ARGS'), run in
+#                                               this folder under every
+#                                               allocator instead of the suite
 #   scripts/experiments.sh --help               every harness option
 #
 # The report lands in results/<timestamp>/report.md (results/latest).
@@ -16,6 +21,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# --program commands run where this script was started
+export TLMALLOC_BENCH_CWD="$PWD"
 cd "$root"
 
 for arg in "$@"; do

@@ -1,6 +1,7 @@
 """The experiments' command line: find, run, record, report.
 
     python3 -m bench.harness [--quick|--full] [--only W,...] [--alloc A,...]
+                             [--program [NAME=]'CMD ARGS' ...]
                              [--reps N] [--out DIR] [NAME=/path/lib.so ...]
 
 Runs every (workload, point, allocator) cell --reps times in the order of
@@ -8,7 +9,9 @@ schedule.interleave(), then loop and prodcons once per allocator under
 strace, then the fast-path pass (fastpath.py: callgrind's instructions per
 malloc+free pair, through bench/fastpath.sh), and writes a new folder
 under --out (see results.py) with the raw runs, the report and the plots.
-Progress goes to stderr.
+Progress goes to stderr.  With --program (programs.py), the given commands
+run under every allocator instead of the built-in workloads; --only adds
+built-in workloads (or the fast-path pass) back.
 """
 
 import argparse
@@ -23,6 +26,7 @@ import time
 from . import allocators as alloc_mod
 from . import fastpath as fastpath_mod
 from . import machine, plots, report, results, workloads
+from . import programs as programs_mod
 from .parse import parse_strace, strace_summary
 from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, interleave
@@ -53,6 +57,12 @@ def parse_args(argv):
                              "the callgrind pass (run by default)")
     parser.add_argument("--alloc", metavar="NAME,...", default="",
                         help="run only these allocators")
+    parser.add_argument("--program", action="append", default=[],
+                        metavar="[NAME=]'CMD ARGS'",
+                        help="run this command under every allocator "
+                             "(repeatable; success = exit status 0); then "
+                             "only the programs run, unless --only names "
+                             "workloads or fastpath too")
     parser.add_argument("--reps", type=int, default=0,
                         help="repetitions per cell (quick 3, full 5)")
     parser.add_argument("--out", default=os.path.join(REPO, "results"),
@@ -91,9 +101,13 @@ def parse_args(argv):
     if args.reps < 0:
         parser.error("--reps must be positive")
     args.reps = args.reps or (FULL_REPS if args.full else QUICK_REPS)
+    args.timeout_given = args.timeout
     args.timeout = args.timeout or (FULL_TIMEOUT if args.full
                                     else QUICK_TIMEOUT)
     args.bench_dir = args.bench_dir or os.path.join(args.build, "bench")
+    # the quick mode's run-once rule is for the built-in suite; a user
+    # program keeps its repetitions unless --slow is given
+    args.slow_programs = args.slow >= 0
     if args.slow < 0:
         args.slow = 0 if args.full else QUICK_SLOW
     return args
@@ -146,17 +160,51 @@ def plan(chosen_workloads, allocs, args):
                                     "allocator": alloc.name,
                                     "reason": str(why)})
                     continue
-                jobs[Cell(work.name, point.label, alloc.name)] = (argv, env)
+                jobs[Cell(work.name, point.label, alloc.name)] = (argv, env,
+                                                                  None)
     return jobs, missing
 
 
-def run_record(cell, rep, argv, env, timeout):
-    try:
-        measured = run_measured(argv, env, timeout)
-    except OSError as err:
-        measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "",
-                            "could not start: %s" % err)
-    ok, reason, parsed = judge(measured)
+def plan_programs(programs, allocs):
+    """(jobs, missing, failed runs) for the user's programs: a program
+    whose executable is not found gets one failed run per cell."""
+    jobs, missing, failed = {}, [], []
+    for program in programs:
+        for alloc in allocs:
+            cell = Cell(program.name, programs_mod.POINT, alloc.name)
+            try:
+                argv, env = programs_mod.command_for(program, alloc)
+            except (programs_mod.NotApplicable, programs_mod.Missing) as why:
+                missing.append({"workload": program.name,
+                                "point": programs_mod.POINT,
+                                "allocator": alloc.name,
+                                "reason": str(why)})
+                continue
+            if program.error:
+                failed.append(not_started(cell, argv, env, program))
+                continue
+            jobs[cell] = (argv, env, program)
+    return jobs, missing, failed
+
+
+def not_started(cell, argv, env, program):
+    """The failed run of a program that cannot start (not found)."""
+    measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "", program.error)
+    run = run_record(cell, 0, argv, env, 0, program, measured)
+    run["reason"] = "not started: " + program.error
+    return run
+
+
+def run_record(cell, rep, argv, env, timeout, program=None, measured=None):
+    if measured is None:
+        try:
+            measured = run_measured(argv, env, timeout,
+                                    cwd=program.cwd if program else None)
+        except OSError as err:
+            measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "",
+                                "could not start: %s" % err)
+    judged = programs_mod.judge if program else judge
+    ok, reason, parsed = judged(measured)
     run = {"workload": cell.workload, "point": cell.point,
            "allocator": cell.allocator, "rep": rep, "ok": ok,
            "reason": reason, "wall": measured.wall, "user": measured.user,
@@ -179,11 +227,12 @@ def run_all(jobs, args, progress):
         for index, (rep, cell) in enumerate(order):
             if cell in once:
                 continue
-            argv, env = jobs[cell]
+            argv, env, program = jobs[cell]
             progress.start(rep, args.reps, cell)
-            run = run_record(cell, rep, argv, env, args.timeout)
+            run = run_record(cell, rep, argv, env, args.timeout, program)
             runs.append(run)
-            if args.slow and rep == 0 and run["wall"] > args.slow:
+            slow_rule = args.slow and (program is None or args.slow_programs)
+            if slow_rule and rep == 0 and run["wall"] > args.slow:
                 once.add(cell)
             left = [c for _, c in order[index + 1:] if c not in once]
             progress.finish(cell, run["wall"], run["ok"], run["reason"], left)
@@ -230,7 +279,7 @@ def run_strace(jobs, chosen_workloads, args, run_dir, progress):
                                                   cell.allocator))
         out_file = os.path.join(folder, "%s-%s.txt" % (cell.workload,
                                                         cell.allocator))
-        argv, env = jobs[cell]
+        argv, env = jobs[cell][:2]
         rows.append(strace_one(cell, argv, env, out_file, args.timeout))
     return {"available": True, "note": "", "rows": rows}
 
@@ -240,15 +289,20 @@ def run_fastpath(allocs, args, wanted, progress):
     run."""
     if not wanted:
         why = "--no-fastpath given" if args.no_fastpath else \
+            "not selected (--program without --only fastpath)" \
+            if args.program and not args.only else \
             "not selected (--only without fastpath)"
         return {"available": False, "note": why, "rows": []}
     return fastpath_mod.run_pass(allocs, args.bench_dir, args.timeout,
                                  progress.note)
 
 
-def choose_workloads(names, no_fastpath=False):
+def choose_workloads(names, no_fastpath=False, programs=False):
     """(workloads to time, whether the fast-path pass runs) from --only's
-    names: `fastpath` alone times no workload."""
+    names: `fastpath` alone times no workload; with --program given,
+    nothing but the programs unless --only names more."""
+    if programs and not names:
+        return [], False
     timed = [n for n in names if n != fastpath_mod.NAME]
     chosen = workloads.by_name(timed) if timed or not names else []
     return chosen, fastpath_mod.selected(names, no_fastpath)
@@ -267,6 +321,28 @@ def recorded_command(argv):
     return "python3 -m bench.harness " + shlex.join(argv)
 
 
+def program_dicts(programs, args):
+    """The programs as the report's workloads, each with the command line
+    that reruns it alone."""
+    given = os.environ.get("TLMALLOC_BENCH_COMMAND", "")
+    head = ["scripts/experiments.sh"] if given.startswith(
+        "scripts/experiments.sh") else ["python3", "-m", "bench.harness"]
+    options = (["--full"] if args.full else []) + ["--reps", str(args.reps)]
+    if args.timeout_given:
+        options += ["--timeout", "%g" % args.timeout_given]
+    if args.alloc:
+        options += ["--alloc", args.alloc]
+    options += args.extra
+    dicts = []
+    for program in programs:
+        spec = ("%s=%s" % (program.name, program.command) if program.named
+                else program.command)
+        entry = program.to_dict()
+        entry["reproduce"] = shlex.join(head + ["--program", spec] + options)
+        dicts.append(entry)
+    return dicts
+
+
 def write_outputs(data, run_dir, args):
     if args.no_plots:
         data["plots"] = {"available": False, "note": "--no-plots given",
@@ -283,11 +359,16 @@ def write_outputs(data, run_dir, args):
         handle.write(report.build_report(data))
 
 
-def list_everything(chosen_workloads, allocs, args, fastpath_wanted):
+def list_everything(chosen_workloads, allocs, args, fastpath_wanted,
+                    programs=()):
     print("workloads (%s mode):" % ("full" if args.full else "quick"))
     for work in chosen_workloads:
         print("  %-11s %s: %s" % (work.name, work.title, ", ".join(
             p.label for p in work.points(args.full))))
+    for program in programs:
+        print("  %-11s program: %s (%s)" % (
+            program.name, program.command,
+            program.executable or "NOT FOUND: " + program.error))
     if fastpath_wanted:
         print("  %-11s instructions per malloc+free pair (bench/fastpath.sh, "
               "callgrind%s)" % (fastpath_mod.NAME, "" if shutil.which(
@@ -314,14 +395,21 @@ def report_only(args):
     return 0
 
 
-def announce(allocs, jobs, missing, args, progress, fastpath_wanted):
+def announce(allocs, jobs, missing, args, progress, fastpath_wanted,
+             programs=()):
     found = [a.name for a in allocs if a.found]
     lost = ["%s (%s)" % (a.name, a.note) for a in allocs if not a.found]
     progress.note("allocators: %s" % ", ".join(found))
     if lost:
         progress.note("MISSING allocators: %s" % "; ".join(lost))
+    for program in programs:
+        if program.error:
+            progress.note("error: --program %s: %s; its cells are marked "
+                          "FAILED" % (shlex.quote(program.command),
+                                      program.error))
     for miss in missing:
-        if not miss["reason"].startswith("allocator missing"):
+        if not miss["reason"].startswith(("allocator missing",
+                                          "not applicable")):
             progress.note("not run: %(workload)s %(point)s | %(allocator)s: "
                           "%(reason)s" % miss)
     progress.note("%d cells x %d reps = %d runs (%s mode)" % (
@@ -338,22 +426,37 @@ def main(argv=None):
     if args.report_only:
         return report_only(args)
     try:
-        chosen, fastpath_wanted = choose_workloads(split_list(args.only),
-                                                   args.no_fastpath)
+        chosen, fastpath_wanted = choose_workloads(
+            split_list(args.only), args.no_fastpath, bool(args.program))
+        programs = programs_mod.parse_programs(
+            args.program, [w.name for w in workloads.WORKLOADS] +
+            [fastpath_mod.NAME])
         allocs = find_allocators(args)
     except ValueError as err:
         print("error: %s" % err, file=sys.stderr)
         return 2
     if args.list:
-        list_everything(chosen, allocs, args, fastpath_wanted)
+        list_everything(chosen, allocs, args, fastpath_wanted, programs)
         return 0
     jobs, missing = plan(chosen, allocs, args)
+    program_jobs, program_missing, not_run = plan_programs(programs, allocs)
+    jobs.update(program_jobs)
+    missing += program_missing
+    if programs and not jobs and not fastpath_wanted:
+        for program in programs:
+            print("error: --program %s: %s" % (
+                shlex.quote(program.command),
+                program.error or "no allocator to run it with"),
+                file=sys.stderr)
+        print("error: nothing to run", file=sys.stderr)
+        return 2
     progress = Progress(len(jobs) * args.reps,
                         default=1.0 if not args.full else 10.0)
-    announce(allocs, jobs, missing, args, progress, fastpath_wanted)
+    announce(allocs, jobs, missing, args, progress, fastpath_wanted, programs)
     run_dir = results.new_run_dir(args.out)
     started = time.time()
     runs, interrupted = run_all(jobs, args, progress)
+    runs = not_run + runs
     strace = {"available": False, "note": "interrupted", "rows": []}
     fastpath = dict(strace)
     if not interrupted:
@@ -368,14 +471,16 @@ def main(argv=None):
         "repo": REPO,
         "mode": "full" if args.full else "quick",
         "reps": args.reps,
-        "slow": args.slow,
+        # the run-once rule: built-in workloads, programs with --slow given
+        "slow": args.slow if chosen or args.slow_programs else 0,
         "started": datetime.datetime.fromtimestamp(started).isoformat(
             timespec="seconds"),
         "duration_s": round(time.time() - started),
         "interrupted": interrupted,
         "machine": machine.describe(),
         "allocators": [a.to_dict() for a in allocs],
-        "workloads": workload_dicts(chosen, args.full),
+        "workloads": workload_dicts(chosen, args.full) +
+        program_dicts(programs, args),
         "runs": runs,
         "missing": missing,
         "strace": strace,

@@ -3,7 +3,8 @@
 A grouped bar chart per workload (median wall time, whiskers from the
 fastest to the slowest run; peak RSS beside it), and for the scaling
 workload time and data size against the thread count, one line per
-allocator (the lock and thread-local ts_ variants among them).
+allocator (the lock and thread-local ts_ variants among them).  A user
+program (--program) gets the bar chart, unless none of its runs succeeded.
 """
 
 from .stats import summarize
@@ -207,6 +208,10 @@ def make_plots(data, out_dir, folder="plots"):
     os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
     files = {}
     for workload in data["workloads"]:
+        if workload.get("kind") == "program" and all(
+                c.failed for k, c in cells.items()
+                if k[0] == workload["name"]):
+            continue        # a program that never ran: the table says why
         draw = scaling_chart if workload["name"] == "scaling" else bar_chart
         fig = draw(plt, cells, workload, order)
         if fig is None:

@@ -3,13 +3,18 @@
 Sections: how it was made; where tlmalloc stands; the fast path
 (instructions per malloc+free pair); the classic observations; one table
 per workload (median of each measure, ratio to glibc, the best in each row
-in bold, FAILED for a cell with a failed run), with its plot; the system calls; the failed runs; the allocators (found
-and missing); the machine.
+in bold, FAILED for a cell with a failed run), with its plot; one section
+per user program (--program: a row per allocator with the median time, its
+spread, user and sys time, peak RSS, ratios to the fastest and the
+leanest, a failed cell's reason and stderr, the command that reruns it);
+the system calls; the failed runs; the allocators (found and missing); the
+machine.
 """
 
 from . import classic
 from . import fastpath as fastpath_mod
 from .parse import STRACE_COLUMNS
+from .programs import is_program, stderr_tail
 from .stats import summarize
 
 BASELINE = "glibc"
@@ -413,6 +418,9 @@ def failed_section(data):
                if r.get("measured") and not r.get("ok")]
     lines = ["", "## Failed runs", ""]
     if not failed:
+        if any(is_program(w) for w in data.get("workloads", [])):
+            return lines + ["None: every run exited 0 (and every workload "
+                            "printed `check ok`)."]
         return lines + ["None: every run exited 0 and printed `check ok`."]
     lines += ["| workload | point | allocator | rep | reason |",
               "|---|---|---|---|---|"]
@@ -453,15 +461,20 @@ def machine_section(data):
 
 def header_section(data):
     plots = data.get("plots", {})
+    programs = any(is_program(w) for w in data.get("workloads", []))
+    builtin = not programs or not all(is_program(w)
+                                      for w in data["workloads"])
     lines = ["# Allocator experiments", "",
              "- command: `%s`" % data.get("command", ""),
              "- mode: %s, %s repetitions per cell (median shown)" % (
                  data.get("mode", "?"), data.get("reps", "?")),
              "- started %s, took %s s" % (data.get("started", "?"),
                                          data.get("duration_s", "?")),
-             "- cells show the median; (0.50x) is the ratio to glibc; the "
-             "best of each row is **bold**; FAILED = a run crashed, timed "
-             "out or failed its own check"]
+             "- cells show the median; %sthe best of each row is **bold**; "
+             "FAILED = a run crashed, timed out or failed its own check%s" % (
+                 "(0.50x) is the ratio to glibc; " if builtin else "",
+                 "; a program's run failed when it exited non-zero"
+                 if programs else "")]
     if data.get("slow"):
         lines.append("- %s: a cell whose first run took over %g s ran only "
                      "once" % (ONCE_MARK, data["slow"]))
@@ -475,16 +488,117 @@ def header_section(data):
     return lines
 
 
+def program_title(program):
+    command = "`%s`" % program["command"].replace("`", "'")
+    return "%s: %s" % (program["name"], command) if program.get("named") \
+        else command
+
+
+def first_failure(data, name, alloc):
+    """The first failed run of a program's cell, or None."""
+    return next((r for r in data.get("runs", []) if r["workload"] == name
+                 and r["allocator"] == alloc and not r["ok"]), None)
+
+
+def ratio(value, best):
+    return "%.2fx" % (value / best) if best else "–"
+
+
+def program_row(cell, data, name, lows, reps):
+    """One allocator's row.  lows: {measure: (lowest value, bold value or
+    None)} over the successful cells: None when they all measured alike."""
+    if cell.failed:
+        run = first_failure(data, name, cell.allocator) or {}
+        why = run.get("reason", "") or "; ".join(cell.reasons)
+        tail = stderr_tail(run.get("stderr_tail", ""))
+        if tail and not why.startswith("not started"):
+            why += "; stderr: `%s`" % tail.replace("`", "'")
+        if cell.failed_runs < cell.runs:
+            why += " (%d of %d runs)" % (cell.failed_runs, cell.runs)
+        return "| %s | FAILED: %s | | | | | | | %d |" % (
+            cell.allocator, why.replace("|", "\\|"), cell.runs)
+    shown = {}
+    for measure, scale in (("wall", 1), ("maxrss_kb", 1024)):
+        value = cell.value(measure)
+        text = fmt_num(value / scale)
+        shown[measure] = "**%s**" % text if value == lows[measure][1] \
+            else text
+    return "| %s | %s%s | %s–%s | %s | %s | %s | %s | %s | %d |" % (
+        cell.allocator, shown["wall"], ONCE_MARK if cell.runs < reps else "",
+        fmt_num(cell.wall_min), fmt_num(cell.wall_max),
+        ratio(cell.wall, lows["wall"][0]), fmt_num(cell.user),
+        fmt_num(cell.sys), shown["maxrss_kb"],
+        ratio(cell.maxrss_kb, lows["maxrss_kb"][0]), cell.runs)
+
+
+def program_section(program, cells, data):
+    name = program["name"]
+    lines = ["", "### " + program_title(program), ""]
+    where = program.get("cwd") or "the harness's folder"
+    exe = program.get("executable")
+    lines.append("Run in `%s`%s: glibc runs it as is, every other "
+                 "allocator through `LD_PRELOAD` of its library (see "
+                 "Allocators). A run succeeds when it exits with status 0; "
+                 "the time is the whole program's wall time, the peak RSS "
+                 "the largest resident set of the program itself." % (
+                     where, ", `%s` is %s" % (program["argv"][0], exe)
+                     if exe and program.get("argv") else ""))
+    if program.get("error"):
+        lines += ["", "**Not run: %s**: every cell below is FAILED." %
+                  program["error"]]
+    allocs = workload_allocs(cells, name, data["allocators"])
+    own = [cells[(name, p, a)] for a in allocs for p in program["points"]
+           if (name, p, a) in cells]
+    good = [c for c in own if not c.failed]
+    lows = {}
+    for measure in ("wall", "maxrss_kb"):
+        values = [c.value(measure) for c in good]
+        lows[measure] = (min(values, default=None),
+                         best_values(values, higher=False))
+    reps = data.get("reps", 0)
+    if own:
+        lines += ["", "| allocator | time (s) | spread (s) | vs fastest | "
+                  "user (s) | sys (s) | peak RSS (MiB) | vs leanest | runs |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [program_row(c, data, name, lows, reps)
+                  for c in own]
+        if good:
+            lines += ["", "Median of the runs; spread: the fastest and the "
+                      "slowest run; the fastest time and the smallest peak "
+                      "RSS in **bold**%s." % (
+                          "; %s: ran only once" % ONCE_MARK
+                          if any(c.runs < reps for c in good) else "")]
+    else:
+        lines += ["", "No runs."]
+    skipped = ["%s (%s)" % (m["allocator"], "allocator missing"
+                            if m["reason"].startswith("allocator missing")
+                            else m["reason"])
+               for m in data.get("missing", []) if m["workload"] == name]
+    if skipped:
+        lines += ["", "Not run here: %s." % "; ".join(skipped)]
+    if program.get("reproduce"):
+        lines += ["", "Reproduce: `%s`" % program["reproduce"]]
+    lines += plot_lines(data, name)
+    return lines
+
+
 def build_report(data):
     """The report as Markdown text."""
     cells = summarize(data.get("runs", []))
+    builtin = [w for w in data["workloads"] if not is_program(w)]
+    programs = [w for w in data["workloads"] if is_program(w)]
     lines = header_section(data)
     lines += standing_section(data, cells)
     lines += fastpath_section(data)
-    lines += classic_section(data, cells)
-    lines += ["", "## Workloads"]
-    for workload in data["workloads"]:
+    if builtin or not programs:
+        lines += classic_section(data, cells)
+        lines += ["", "## Workloads"]
+    for workload in builtin:
         lines += workload_section(workload, cells, data)
+    if programs:
+        lines += ["", "## Programs"]
+    for program in programs:
+        lines += program_section(program, cells, data)
     lines += strace_section(data)
     lines += failed_section(data)
     lines += allocator_section(data)

@@ -1,0 +1,180 @@
+"""The user's own programs (--program 'CMD ARGS'), run under every allocator.
+
+`--program 'CMD ARGS'` or `--program NAME='CMD ARGS'`: the command line is
+split with shlex; its executable is looked up on PATH (shutil.which) or,
+when it holds a slash, as a path from the folder the harness was started
+in (TLMALLOC_BENCH_CWD, set by scripts/experiments.sh, else the current
+folder), where the program also runs.  A program is one more workload with
+one point ("default"): the same repetitions, rotated order, medians, peak
+RSS, failure marking, table and plot.  Unlike the built-in workloads it
+need not print `check ok`: a run succeeds when it exits with status 0, and
+its measures are the harness's own (wall, user, sys, peak RSS).
+
+Allocators: glibc runs the command as is, every preloaded library (the
+peers, tlmalloc, NAME=/path/lib.so) through LD_PRELOAD; tlmalloc-lock (the
+ts_ API of the scaling workload) and musl (static rebuilds of the C
+workloads) do not apply to an arbitrary program.
+
+A program whose executable is not found still gets its cells: each fails
+with the reason, and the rest of the run goes on.
+"""
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+
+from .parse import WorkloadOutput
+from .runner import signal_name
+
+POINT = "default"
+KIND = "program"
+NAME_RE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)=(.*)$", re.S)
+TITLE_CHARS = 60          # the plot's title: the command, shortened
+APPLICABLE = ("system", "preload")
+
+
+@dataclass
+class Program:
+    name: str
+    command: str              # as given (after NAME=)
+    argv: list = field(default_factory=list)
+    named: bool = False       # NAME= was given
+    executable: str = ""      # the resolved path, "" when not found
+    error: str = ""           # why it cannot run (not found)
+    cwd: str = ""
+
+    def to_dict(self):
+        title = self.name if self.named else shorten(self.command)
+        return {"name": self.name, "title": title, "kind": KIND,
+                "summary": "", "points": [POINT], "metric_order": [],
+                "command": self.command, "argv": list(self.argv),
+                "named": self.named, "executable": self.executable,
+                "error": self.error, "cwd": self.cwd}
+
+
+def shorten(text, limit=TITLE_CHARS):
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def split_spec(spec):
+    """(name or "", command) from one --program value."""
+    match = NAME_RE.match(spec)
+    if match:
+        return match.group(1), match.group(2)
+    return "", spec
+
+
+def auto_name(argv, taken):
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(argv[0])) or \
+        "program"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = "%s-%d" % (base, n)
+    return name
+
+
+def run_dir_of():
+    """The folder programs run in and relative paths start from."""
+    return os.environ.get("TLMALLOC_BENCH_CWD") or os.getcwd()
+
+
+def resolve(exe, cwd):
+    """(path, error): where the executable is, or why it is not found."""
+    if "/" in exe:
+        path = os.path.join(cwd, exe)
+        if not os.path.isfile(path):
+            return "", "%s: no such file" % exe
+        if not os.access(path, os.X_OK):
+            return "", "%s: not executable" % exe
+        return os.path.abspath(path), ""
+    found = shutil.which(exe)
+    if not found:
+        return "", "%s: not found on PATH" % exe
+    return found, ""
+
+
+def parse_programs(specs, reserved=(), cwd=None):
+    """[Program] from the --program values, in order.
+
+    Raises ValueError for a value that cannot be used at all (empty,
+    unbalanced quotes, a NAME taken twice or by a built-in workload);
+    a command whose executable is not found is kept, with its error.
+    """
+    cwd = cwd or run_dir_of()
+    programs, taken = [], set(reserved)
+    split = [split_spec(s) for s in specs]
+    taken |= {name for name, _ in split if name}
+    seen = set()
+    for spec, (given, command) in zip(specs, split):
+        name = given
+        try:
+            argv = shlex.split(command)
+        except ValueError as err:
+            raise ValueError("--program %r: cannot split it: %s" % (spec, err))
+        if not argv:
+            raise ValueError("--program %r: no command" % spec)
+        if name:
+            if name in reserved:
+                raise ValueError("--program %s=: the name %r is taken by a "
+                                 "workload" % (name, name))
+            if name in seen:
+                raise ValueError("--program %s=: the name is given twice"
+                                 % name)
+        else:
+            name = auto_name(argv, taken)
+            taken.add(name)
+        seen.add(name)
+        path, error = resolve(argv[0], cwd)
+        programs.append(Program(name, command, argv, bool(given), path,
+                                error, cwd))
+    return programs
+
+
+class NotApplicable(Exception):
+    """This allocator does not run arbitrary programs."""
+
+
+class Missing(Exception):
+    """The allocator is missing: the reason is the message."""
+
+
+def command_for(program, alloc):
+    """(argv, extra_env) running program with alloc."""
+    if alloc.kind not in APPLICABLE:
+        raise NotApplicable("not applicable: %s" % (
+            "the ts_ API of the scaling workload" if alloc.kind == "ts" else
+            "static builds of the C workloads" if alloc.kind == "musl" else
+            "a %s allocator" % alloc.kind))
+    if not alloc.found:
+        raise Missing("allocator missing: " + alloc.note)
+    env = {"LD_PRELOAD": alloc.path} if alloc.kind == "preload" else {}
+    return list(program.argv), env
+
+
+def judge(measured):
+    """(ok, reason, parsed) for one run of a program: exit status 0."""
+    parsed = WorkloadOutput()
+    if measured.timed_out:
+        return False, "timeout after %.0f s" % measured.wall, parsed
+    if measured.signal:
+        return False, "killed by signal %s" % signal_name(measured.signal), \
+            parsed
+    if measured.exit_code != 0:
+        return False, "exit status %d" % measured.exit_code, parsed
+    return True, "", parsed
+
+
+def is_program(workload):
+    return workload.get("kind") == KIND
+
+
+def stderr_tail(text, lines=4, chars=300):
+    """The last lines of a failed run's stderr, on one line."""
+    kept = [line.strip() for line in (text or "").strip().splitlines()
+            if line.strip()][-lines:]
+    tail = " / ".join(kept)
+    return tail if len(tail) <= chars else "…" + tail[-chars:]
