@@ -32,9 +32,25 @@ oom:
 	return NULL;
 }
 
+/*
+ * Sizes above the direct table up to TL_MEDIUM_MAX take the head of their
+ * class's queue, the page the direct table would point at, the same way
+ * before the generic path, which finds a page.  A heap that has none
+ * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
+ * queue there.
+ */
 void *tl_malloc_slow(size_t size)
 {
-	void *p = tl_malloc_generic(tl_heap_local, size);
+	tl_heap *heap = tl_heap_local;
+	if (size - (TL_DIRECT_MAX + 1) < TL_MEDIUM_MAX - TL_DIRECT_MAX) {
+		tl_page *page = heap->queue[tl_size_to_class(size)].first;
+		if (page != NULL) {
+			tl_block *block = tl_page_pop_or_swap(page);
+			if (tl_likely(block != NULL))
+				return block;
+		}
+	}
+	void *p = tl_malloc_generic(heap, size);
 	tl_purger_poll();
 	return p;
 }

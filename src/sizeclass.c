@@ -23,14 +23,4 @@ const uint32_t tl_class_size[TL_CLASSES] = {
 
 _Static_assert(TL_MEDIUM_MAX == (2u << 16), "last class is TL_MEDIUM_MAX");
 
-unsigned tl_size_to_class(size_t size)
-{
-	tl_assert(size <= TL_MEDIUM_MAX);
-	if (size <= 128)
-		return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
-	/* size in (2^b, 2^(b+1)]: four classes 2^b + k * 2^(b-2), k = 1..4 */
-	unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)size - 1);
-	size_t step = (size_t)1 << (b - 2);
-	unsigned k = (unsigned)((size - ((size_t)1 << b) + step - 1) >> (b - 2));
-	return 8 + (b - 7) * 4 + k;
-}
+/* tl_size_to_class is inline, in internal.h. */

@@ -102,7 +102,18 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
 
 /* ---- size classes (sizeclass.c) ---- */
 extern const uint32_t tl_class_size[TL_CLASSES];
-unsigned tl_size_to_class(size_t size);
+
+/* The class of a block of size bytes (size <= TL_MEDIUM_MAX). */
+static inline unsigned tl_size_to_class(size_t size)
+{
+	tl_assert(size <= TL_MEDIUM_MAX);
+	if (size <= 128)
+		return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
+	/* size in (2^b, 2^(b+1)]: four classes 2^b + k * 2^(b-2), k = 1..4 */
+	unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)size - 1);
+	unsigned k = (unsigned)((size - 1 - ((size_t)1 << b)) >> (b - 2)) + 1;
+	return 8 + (b - 7) * 4 + k;
+}
 
 /* ---- pages (page.c) ---- */
 /*
@@ -574,8 +585,30 @@ static inline uintptr_t tl_thread_id(void)
  * page's free list is dry, its own frees usually wait in local_free: take
  * them here, so a hot page cycles without leaving the inline path.
  */
+/*
+ * Pop a block of a heap's current page for its size: from free, or when
+ * free ran dry, from the owner's frees swapped in; NULL when both are empty
+ * (tl_malloc_local below does the same for the direct table's sizes).
+ */
+static inline tl_block *tl_page_pop_or_swap(tl_page *page)
+{
+	tl_block *block = page->free;
+	if (tl_unlikely(block == NULL)) {
+		block = page->local_free;
+		if (tl_unlikely(block == NULL))
+			return NULL;
+		page->local_free = NULL;
+		tl_fork_order();
+	}
+	page->free = tl_link_decode(page, block, block->next);
+	tl_block_taken(page, block);
+	return block;
+}
+
 static inline void *tl_malloc_local(size_t size)
 {
+	/* tl_page_pop_or_swap's steps, written out: through it, compilers
+	 * spend a register move more on this path. */
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
 		tl_page *page = tl_direct_local[(size + 15) >> 4];
 		tl_block *block = page->free;

@@ -650,6 +650,43 @@ static void live_blocks_overlap(void)
 		T_FREE(p[i]);
 }
 
+#define REUSE_SLOTS 256
+#define REUSE_ROUNDS 40000
+
+/*
+ * Blocks above the direct table (1 KiB .. 128 KiB) replaced at random, so
+ * the class queues' heads are popped, run dry and take back their own
+ * frees many times: every block keeps its pattern until it is freed, and
+ * none is handed out twice (a live block's pattern would be overwritten).
+ */
+static void medium_reuse_corrupts(void)
+{
+	static unsigned char *p[REUSE_SLOTS];
+	static size_t n[REUSE_SLOTS];
+	uint64_t rng = 0x2545f4914f6cdd1dULL;
+	size_t i, j;
+
+	for (i = 0; i < REUSE_ROUNDS; i++) {
+		uint64_t r = rng_next(&rng);
+		size_t k = r % REUSE_SLOTS;
+
+		if (p[k] != NULL) {
+			unsigned char tag = (unsigned char)(k + n[k]);
+			for (j = 0; j < n[k]; j += 97)
+				CHECKF(p[k][j] == tag, "block of %zu bytes "
+				       "changed at %zu", n[k], j);
+			CHECK(p[k][n[k] - 1] == tag);
+			T_FREE(p[k]);
+		}
+		n[k] = 1025 + (r >> 16) % (128 * 1024 - 1024);
+		p[k] = T_MALLOC(n[k]);
+		check_block(p[k], n[k], MALLOC_ALIGN);
+		memset(p[k], (unsigned char)(k + n[k]), n[k]);
+	}
+	for (i = 0; i < REUSE_SLOTS; i++)
+		T_FREE(p[i]);
+}
+
 static void version_mismatch(void)
 {
 	char expect[64];
@@ -750,6 +787,7 @@ static const struct test_case tests[] = {
 	{ "valloc_not_page_aligned", valloc_not_page_aligned },
 	{ "pvalloc_not_rounded", pvalloc_not_rounded },
 	{ "live_blocks_overlap", live_blocks_overlap },
+	{ "medium_reuse_corrupts", medium_reuse_corrupts },
 	{ "version_mismatch", version_mismatch },
 	{ "trim_releases_nothing", trim_releases_nothing },
 #if !defined(TL_TEST_TL_NAMES) && !defined(TL_TEST_STATIC)

@@ -2,7 +2,9 @@
  * block_start.c - the free fast path's test of a block start (internal.h,
  * tl_slice_offset_starts with tl_page.slice_magic) agrees with a division,
  * for every size class and every offset in a 64 KiB slice: a wrong answer
- * would let an interior pointer through (or reject a real block).
+ * would let an interior pointer through (or reject a real block).  And
+ * tl_size_to_class gives every size up to TL_MEDIUM_MAX the smallest class
+ * that holds it (malloc's generic path and the class queues' path).
  */
 #include <stdio.h>
 
@@ -23,5 +25,15 @@ int main(void)
 		}
 	}
 	printf("%lu offsets tried, %lu answered wrong\n", tried, wrong);
-	return wrong == 0 ? 0 : 1;
+	unsigned long misclassed = 0;
+	for (size_t size = 0; size <= TL_MEDIUM_MAX; size++) {
+		unsigned cls = tl_size_to_class(size);
+		if (cls >= 1 && cls < TL_CLASSES && tl_class_size[cls] >= size &&
+		    (cls == 1 || tl_class_size[cls - 1] < size))
+			continue;
+		if (misclassed++ < 10)
+			fprintf(stderr, "size %zu: class %u\n", size, cls);
+	}
+	printf("%d sizes classed, %lu wrong\n", TL_MEDIUM_MAX + 1, misclassed);
+	return wrong == 0 && misclassed == 0 ? 0 : 1;
 }
