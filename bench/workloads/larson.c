@@ -5,7 +5,7 @@
  * (default 4).  The thread of a column replaces random blocks of its own
  * slots --iters times (default: as many as it has slots), then starts its
  * successor and exits; the successor takes over the same slots.  This goes
- * on for --rounds generations (default 10000, quick 1000).  A thread lives
+ * on for --rounds generations (default 10000, quick 2000).  A thread lives
  * for about as many replacements as it has slots, so most of its frees (about
  * 63%) hit blocks allocated by a thread that has already exited; the
  * foreign_free_pct metric counts them.  Columns run out of step, as in the
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 		{ "--iters", "replacements in a thread's life (default: "
 			     "--slots)", &iters, NULL },
 		{ "--rounds", "generations of threads (default 10000, quick "
-			      "1000)", &rounds, NULL },
+			      "2000)", &rounds, NULL },
 		{ "--free", "plain or sized: free_sized where there is one "
 			    "(default plain)", NULL, &how },
 		{ NULL, NULL, NULL, NULL },
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	bench_pick(&threads, 4, 4);
 	bench_pick(&per, 1000, 1000);
 	bench_pick(&iters, per, per);
-	bench_pick(&rounds, 10000, 1000);
+	bench_pick(&rounds, 10000, 2000);
 	bench_require(threads >= 1 && per >= 1 && iters >= 1 && rounds >= 1,
 		      argv[0], "--threads, --slots, --iters and --rounds must "
 		      "be >= 1");

@@ -1,6 +1,6 @@
 /*
  * mleak.c - thread churn with transfers, after mimalloc's leak test:
- * --iters rounds (default 5000, quick 500) of --threads threads (default
+ * --iters rounds (default 5000, quick 1000) of --threads threads (default
  * 10), created together and joined together.  Each thread allocates one
  * small block (16..256 bytes), swaps it into a random slot of a shared
  * table of --slots slots (default 100, filled by the main thread) with an
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 	const struct bench_opt opts[] = {
 		{ "--threads", "threads per round (default 10)", &threads,
 		  NULL },
-		{ "--iters", "rounds (default 5000, quick 500)", &rounds,
+		{ "--iters", "rounds (default 5000, quick 1000)", &rounds,
 		  NULL },
 		{ "--slots", "slots of the shared table (default 100)", &slots,
 		  NULL },
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 		    "one block into a shared table (mimalloc's leak test).",
 		    opts);
 	bench_pick(&threads, 10, 10);
-	bench_pick(&rounds, 5000, 500);
+	bench_pick(&rounds, 5000, 1000);
 	bench_pick(&slots, 100, 100);
 	bench_require(threads >= 1 && rounds >= 1 && slots >= 1, argv[0],
 		      "--threads, --iters and --slots must be >= 1");
