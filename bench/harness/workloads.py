@@ -61,6 +61,9 @@ SCALING_FULL = tuple(threads_point(n) for n in (1, 2, 4, 8))
 CONTAINERS = tuple(containers_point(o, r)
                    for o in ("O0", "O3") for r in ("std", "local"))
 DEFAULT = (Point("default"),)
+LARSON = (Point("plain"), Point("sized", ("--free", "sized")))
+BATCHES = tuple(Point("%d B" % n, ("--size", str(n)), params=(("size", n),))
+                for n in (16, 32, 64))
 
 WORKLOADS = (
     Workload("loop", "The malloc/free loop", "loop",
@@ -112,6 +115,59 @@ WORKLOADS = (
              "does RSS stay bounded, is memory given back?",
              DEFAULT, DEFAULT,
              metric_order=("rss_max_kb", "rss_last_busy_kb", "rss_idle_kb")),
+    # The field's patterns: each follows a public benchmark's pattern
+    # (our own programs, not their code); the summary names it.  Their
+    # metric_order leads the table and, for one point, is what the plot's
+    # third panel draws, so it keeps to one unit.
+    Workload("larson", "Server with thread churn (Larson)", "larson",
+             "Larson and Krishnan's server benchmark: 4 threads replace "
+             "random blocks of 8..1000 bytes in their part of a table; "
+             "each exits after as many replacements as it has slots and "
+             "a successor takes them over, so most frees hit blocks of "
+             "an exited thread. \"sized\" frees with free_sized where the "
+             "allocator has it (metric sized_free), else plain free.",
+             LARSON, LARSON,
+             metric_order=("ops_per_sec", "foreign_free_pct",
+                           "sized_free")),
+    Workload("mstress", "Mixed lifetimes with transfers (mimalloc stress)",
+             "mstress",
+             "mimalloc's stress test: rounds of 8 restarted threads "
+             "allocate mostly small blocks (1% up to 256 KiB) with short, "
+             "long and shared lifetimes; 10% of them are swapped into a "
+             "shared array that any thread frees from.",
+             DEFAULT, DEFAULT, metric_order=("ops_per_sec",)),
+    Workload("batches", "Batches freed FIFO and LIFO (glibc "
+             "bench-malloc-simple)", "batches",
+             "glibc's bench-malloc-simple: batches of 25..1600 blocks "
+             "written and freed half in order, half in reverse; in the "
+             "main thread, in a second thread, then in the main thread "
+             "again; ns per malloc+free pair for each.",
+             BATCHES, BATCHES,
+             metric_order=("ns_per_pair_main", "ns_per_pair_thread",
+                           "ns_per_pair_main_after")),
+    Workload("rptest", "Working sets with cross-thread frees (rpmalloc)",
+             "rptest",
+             "rpmalloc's benchmark: 4 threads replace random entries of "
+             "working sets of 8 B..16 KiB blocks; 15% of the old blocks "
+             "are handed to another thread to free.",
+             DEFAULT, DEFAULT,
+             metric_order=("ops_per_sec",)),
+    Workload("mlarge", "Large buffers (Google malloc-large)", "mlarge",
+             "Google's malloc-large: 20 buffers, one at random replaced "
+             "by a new one of 5..25 MiB, a byte written in every page.",
+             DEFAULT, DEFAULT, metric_order=("ns_per_page",)),
+    Workload("mleak", "Thread churn with transfers (mimalloc leak test)",
+             "mleak",
+             "mimalloc's leak test: rounds of 10 threads, each swapping "
+             "one small block into a shared table and freeing the one "
+             "it got back; RSS at the end.",
+             DEFAULT, DEFAULT,
+             metric_order=("threads_per_sec",)),
+    Workload("xmalloc", "Many producers, many consumers (xmalloc-test)",
+             "xmalloc",
+             "xmalloc-test: 4 producer threads hand batches of 8..512-byte "
+             "blocks to the queues of 4 consumer threads, which free them.",
+             DEFAULT, DEFAULT, metric_order=("ops_per_sec",)),
 )
 
 

@@ -10,8 +10,9 @@
  *   "metric <key> <value> <unit>" line per fact, then "check ok", or
  *   "check FAILED: <reason>" and exit 1 (callable from any thread).
  * - A monotonic clock, a small per-thread random generator, block patterns
- *   that show when a block was overwritten, and the process RSS read from
- *   /proc/self/statm without calling the allocator.
+ *   that show when a block was overwritten (bench_stamp: blocks that also
+ *   carry their own size), and the process RSS read from /proc/self/statm
+ *   without calling the allocator.
  *
  * Header-only (static inline), valid C11 and C++17, so that each workload is
  * one source file that also builds alone with musl-gcc.
@@ -263,6 +264,56 @@ static inline int bench_intact(const void *p, size_t n, uint32_t tag)
 	if (n / 2 >= first && b[n / 2] != t)
 		return 0;
 	return n - 1 < first || b[n - 1] == t;
+}
+
+/*
+ * A block that describes itself, for blocks of n >= 8 bytes whose size the
+ * code that frees them does not know: the size and a tag made from the
+ * address and size in its first 8 bytes, the tag's byte in its middle and
+ * last bytes.  bench_stamped() gives the size back, or 0 when any of it
+ * was overwritten.
+ */
+struct bench_stamp_head {
+	uint32_t size;
+	uint32_t tag;
+};
+
+static inline uint32_t bench_stamp_tag(const void *p, uint32_t n)
+{
+	uint64_t x = (uintptr_t)p ^ (uint64_t)n << 40;
+
+	return (uint32_t)(x * 0x9E3779B97F4A7C15ULL >> 32);
+}
+
+static inline void bench_stamp(void *p, size_t n)
+{
+	struct bench_stamp_head h;
+	unsigned char *b = (unsigned char *)p;
+
+	h.size = (uint32_t)n;
+	h.tag = bench_stamp_tag(p, h.size);
+	memcpy(b, &h, sizeof(h));
+	if (n > sizeof(h)) {
+		b[n / 2 > sizeof(h) ? n / 2 : n - 1] = bench_tag_byte(h.tag);
+		b[n - 1] = bench_tag_byte(h.tag);
+	}
+}
+
+static inline size_t bench_stamped(const void *p)
+{
+	struct bench_stamp_head h;
+	const unsigned char *b = (const unsigned char *)p;
+	unsigned char t;
+
+	memcpy(&h, b, sizeof(h));
+	if (h.size < sizeof(h) || h.tag != bench_stamp_tag(p, h.size))
+		return 0;
+	t = bench_tag_byte(h.tag);
+	if (h.size > sizeof(h) &&
+	    (b[h.size / 2 > sizeof(h) ? h.size / 2 : h.size - 1] != t ||
+	     b[h.size - 1] != t))
+		return 0;
+	return h.size;
 }
 
 /* Resident set size of this process in KiB; open/read only, no malloc. */
