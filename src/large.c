@@ -12,6 +12,38 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
 
+/* Resize a huge block (below), unless it holds size bytes with at most
+ * usable >> keep_shift to spare. */
+static void *huge_resize(void *p, size_t size, unsigned keep_shift);
+
+/* A cut-off tail at least this long becomes a cached segment of its own. */
+#define TL_HUGE_SPLIT_MIN ((size_t)1 << 20)
+
+/*
+ * Fit a cached huge segment to a block of size bytes, touching as little
+ * fresh memory as it can: one too small grows (only the growth is fresh);
+ * one at least twice the size is cut, its resident tail cached as a
+ * segment of its own (or unmapped when the cache is full).  Cutting
+ * less often gives back less; cutting at any excess made more of the
+ * later blocks grow into fresh memory (docs/design.md, "Huge blocks").
+ * NULL when it cannot grow.
+ */
+static void *huge_fit(tl_segment *seg, size_t size)
+{
+	void *p = seg->slices[0].start;
+	size_t ps = tl_os_page_size();
+	size_t keep = (TL_SEGMENT_HEADER + size + ps - 1) & ~(ps - 1);
+	if (keep > seg->map_size - TL_HUGE_GUARD)
+		return huge_resize(p, size, 0);
+	size_t tail = seg->map_size - keep;
+	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_SPLIT_MIN && tail >= keep) {
+		tl_segment *rest = tl_segment_split_huge(seg, keep);
+		if (rest != NULL)
+			tl_large_free(rest);
+	}
+	return p;
+}
+
 void *tl_large_alloc(size_t size, size_t alignment)
 {
 	tl_segment *seg = NULL;
@@ -19,7 +51,10 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		seg = tl_pool_take_huge(size);
 	if (seg != NULL) {
 		seg->slices[0].dirty = 1;	/* reused: calloc clears it */
-		return seg->slices[0].start;
+		void *p = huge_fit(seg, size);
+		if (p != NULL)
+			return p;
+		tl_large_free(seg);
 	}
 	seg = tl_segment_create_huge(size, alignment);
 	if (seg == NULL) {
@@ -71,11 +106,17 @@ static void huge_guard(tl_segment *seg, size_t map_size)
 
 void *tl_large_resize(void *p, size_t size)
 {
+	/* realloc keeps a block that shrinks by half or less */
+	return huge_resize(p, size, 1);
+}
+
+static void *huge_resize(void *p, size_t size, unsigned keep_shift)
+{
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	size_t offset = (size_t)(page->start - (uint8_t *)seg);
 	size_t usable = seg->map_size - TL_HUGE_GUARD - offset;
-	if (size <= usable && size >= usable / 2)
+	if (size <= usable && usable - size <= usable >> keep_shift)
 		return p;
 	if (size > PTRDIFF_MAX - offset)
 		return NULL;
@@ -95,6 +136,15 @@ void *tl_large_resize(void *p, size_t size)
 	if (map_size < seg->map_size) {
 		huge_guard(seg, seg->map_size);
 		return NULL;
+	}
+	if (offset == TL_SEGMENT_HEADER) {
+		tl_segment *moved = tl_segment_move_huge(seg, map_size);
+		if (moved == NULL) {
+			huge_guard(seg, seg->map_size);
+			return NULL;
+		}
+		huge_guard(moved, map_size);
+		return moved->slices[0].start;
 	}
 	size_t old_size = seg->map_size;
 	tl_segment_forget(seg);

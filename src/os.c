@@ -155,6 +155,15 @@ out:
 	return result;
 }
 
+bool tl_os_move_pages(void *from, size_t size, void *to)
+{
+	int saved = errno;
+	void *moved = mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
+			     to);
+	errno = saved;
+	return moved == to;
+}
+
 uint64_t tl_os_now_ms(void)
 {
 	struct timespec ts;

@@ -248,6 +248,9 @@ static void uncache_locked(tl_segment *prev, tl_segment *seg)
 	pool.huge_count--;
 }
 
+/* The cached segment that serves a block of size bytes with the least
+ * change: the smallest that holds it, else the largest (the caller cuts
+ * or grows it, large.c). */
 tl_segment *tl_pool_take_huge(size_t size)
 {
 	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
@@ -257,10 +260,15 @@ tl_segment *tl_pool_take_huge(size_t size)
 	tl_lock_acquire(&pool.lock);
 	for (tl_segment *seg = pool.huge_cache; seg != NULL;
 	     prev = seg, seg = seg->cache_next) {
-		/* Fits, and wastes at most half of it. */
-		if (seg->map_size < want || seg->map_size / 2 > want)
-			continue;
-		if (best == NULL || seg->map_size < best->map_size) {
+		bool better;
+		if (best == NULL)
+			better = true;
+		else if (best->map_size >= want)
+			better = seg->map_size >= want &&
+				 seg->map_size < best->map_size;
+		else
+			better = seg->map_size > best->map_size;
+		if (better) {
 			best = seg;
 			best_prev = prev;
 		}

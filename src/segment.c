@@ -137,6 +137,25 @@ static size_t huge_offset(size_t alignment)
 	return TL_SEGMENT_SIZE;
 }
 
+/* Lay a huge segment over a mapping of map_size bytes, its one block at
+ * offset, and put it on the books. */
+static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
+{
+	seg->map_size = map_size;
+	seg->kind = TL_PAGE_HUGE;
+	seg->page_shift = TL_SEGMENT_SHIFT;
+	seg->page_count = 1;
+	seg->used_pages = 1;
+	tl_page *hp = &seg->slices[0];
+	hp->kind = TL_PAGE_HUGE;
+	hp->start = (uint8_t *)seg + offset;
+	hp->capacity = hp->reserved = 1;
+	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
+	set_followers(seg);
+	map_set(seg, true);
+	tl_pool_register_segment(seg);
+}
+
 tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 {
 	size_t page = tl_os_page_size();
@@ -161,20 +180,48 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 		return NULL;
 	}
 #endif
-	seg->map_size = map_size;
-	seg->kind = TL_PAGE_HUGE;
-	seg->page_shift = TL_SEGMENT_SHIFT;
-	seg->page_count = 1;
-	seg->used_pages = 1;
-	tl_page *hp = &seg->slices[0];
-	hp->kind = TL_PAGE_HUGE;
-	hp->start = (uint8_t *)seg + offset;
-	hp->capacity = hp->reserved = 1;
-	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
-	set_followers(seg);
-	map_set(seg, true);
-	tl_pool_register_segment(seg);
+	huge_init(seg, map_size, offset);
 	return seg;
+}
+
+tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep)
+{
+	tl_assert(TL_HUGE_GUARD == 0 && keep < seg->map_size &&
+		  keep % tl_os_page_size() == 0);
+	size_t tail = seg->map_size - keep;
+	tl_segment *rest = tl_os_map_aligned(TL_SEGMENT_HEADER + tail,
+					     TL_SEGMENT_SIZE, 0);
+	if (rest == NULL)
+		return NULL;
+	if (!tl_os_move_pages((uint8_t *)seg + keep, tail,
+			      (uint8_t *)rest + TL_SEGMENT_HEADER)) {
+		tl_os_unmap(rest, TL_SEGMENT_HEADER + tail);
+		return NULL;
+	}
+	tl_pool_segment_resized(seg, keep);
+	huge_init(rest, TL_SEGMENT_HEADER + tail, TL_SEGMENT_HEADER);
+	return rest;
+}
+
+tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size)
+{
+	tl_assert(seg->slices[0].start == (uint8_t *)seg + TL_SEGMENT_HEADER &&
+		  map_size > seg->map_size);
+	tl_segment *to = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
+	if (to == NULL)
+		return NULL;
+	if (!tl_os_move_pages((uint8_t *)seg + TL_SEGMENT_HEADER,
+			      seg->map_size - TL_SEGMENT_HEADER,
+			      (uint8_t *)to + TL_SEGMENT_HEADER)) {
+		tl_os_unmap(to, map_size);
+		return NULL;
+	}
+	uint8_t dirty = seg->slices[0].dirty;
+	tl_segment_forget(seg);
+	tl_os_unmap(seg, TL_SEGMENT_HEADER);
+	huge_init(to, map_size, TL_SEGMENT_HEADER);
+	to->slices[0].dirty = dirty;
+	return to;
 }
 
 void tl_segment_forget(tl_segment *seg)

@@ -38,6 +38,13 @@ bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size);
  */
 void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size);
 
+/*
+ * Move size bytes of pages from the end of a mapping over the pages at to
+ * (which they replace): no copy, no fault.  false if the OS refuses (then
+ * nothing moved).
+ */
+bool tl_os_move_pages(void *from, size_t size, void *to);
+
 /* Monotonic clock in milliseconds. */
 uint64_t tl_os_now_ms(void);
 

@@ -21,6 +21,10 @@
  *   realloc_move_loses_contents  a huge block that cannot grow in place
  *                              moves its pages: contents kept, neighbours
  *                              untouched, still freeable and ours
+ *   huge_tail_not_reused       a freed huge block cut for a smaller one: its
+ *                              tail serves the next block with no mapping
+ *                              (fault_map armed), and a block in such a
+ *                              tail grows by realloc with its contents
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
@@ -124,7 +128,9 @@ static void fault_injection_crashes(void)
 	memset(p, 2, 20000);
 	free(p);
 
-	/* calloc, realloc and the aligned family report it the same way. */
+	/* calloc, realloc and the aligned family report it the same way
+	 * (with the huge cache emptied: it would grow a freed 8 MiB block). */
+	malloc_trim(0);
 	CHECK(tl_option_set("fault_map", 1) == 0);
 	errno = 0;
 	CHECK(calloc(1, 16 << 20) == NULL && errno == ENOMEM);
@@ -275,6 +281,42 @@ static void realloc_move_loses_contents(void)
 		free(b[i]);
 }
 
+static void huge_tail_not_reused(void)
+{
+	malloc_trim(0);			/* an empty huge cache */
+	unsigned char *big = malloc(24 << 20);
+	CHECK(big != NULL);
+	memset(big, 1, 24 << 20);
+	free(big);
+	/* Cut to 4 MiB: the 20 MiB after it stay resident, cached. */
+	unsigned char *a = malloc(4 << 20);
+	CHECK(a != NULL);
+	pattern_fill(a, 4 << 20, 1);
+	/* With every mapping refused, 11 MiB still come from that tail (the
+	 * whole 24 MiB would waste more than half). */
+	CHECK(tl_option_set("fault_map", 1) == 0);
+	errno = 0;
+	unsigned char *b = malloc(11 << 20);
+	long left = -1;
+	CHECK(tl_option_get("fault_map", &left) == 0);
+	CHECK(tl_option_set("fault_map", 0) == 0);
+	CHECKF(b != NULL && left == 1, "b %p, mappings refused %ld", b,
+	       1 - left);
+	pattern_fill(b, 11 << 20, 2);
+	/* The tail is two mappings (header, moved pages): it grows all the
+	 * same, its pages moved, contents kept, the first block untouched. */
+	unsigned char *c = realloc(b, 40 << 20);
+	CHECK(c != NULL);
+	CHECKF(pattern_find_damage(c, 11 << 20, 2) == (size_t)11 << 20,
+	       "grown block lost its contents");
+	CHECK(malloc_usable_size(c) >= (size_t)40 << 20);
+	memset(c + (11 << 20), 3, 29 << 20);
+	CHECKF(pattern_find_damage(a, 4 << 20, 1) == (size_t)4 << 20,
+	       "the cut block was damaged");
+	free(a);
+	free(c);
+}
+
 enum { ABANDON_BLOCKS = 8192, ABANDON_SIZE = 1000 };
 
 static void *allocate_and_exit(void *arg)
@@ -367,6 +409,7 @@ static const struct test_case cases[] = {
 	{ "literal_free_faults", literal_free_faults },
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
+	{ "huge_tail_not_reused", huge_tail_not_reused },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
 	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
 };
