@@ -306,6 +306,17 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	heap_set_direct(heap, page->size_class);
 }
 
+void tl_heap_page_claimed(tl_heap *heap, tl_page *page)
+{
+	unsigned cls = page->size_class;
+	/* Its blocks are freed here: this thread works with that class. */
+	if (class_is_young(heap, cls))
+		young_grow_up(heap, young_group(cls));
+	heap->pages_owned++;
+	tl_list_push_back(&heap->queue[cls], page);
+	heap_set_direct(heap, cls);
+}
+
 /* Return every empty page the heap caches to the pool. */
 static void heap_release_cached(tl_heap *heap)
 {
@@ -317,22 +328,18 @@ static void heap_release_cached(tl_heap *heap)
 	heap->empty_count = 0;
 }
 
-/* Hand one page back at heap destruction. */
-static void heap_release_page(tl_page *page)
-{
-	tl_page_collect(page);
-	if (page->avail == page->capacity)
-		tl_pool_give_page(page);
-	else
-		tl_pool_abandon_page(page);
-}
-
-static void heap_release_list(tl_page_list *l)
+/* Hand a list's pages back at heap destruction: empty ones to the pool,
+ * the others onto live (abandoned together, under one lock). */
+static void heap_release_list(tl_page_list *l, tl_page_list *live)
 {
 	tl_page *page;
 	while ((page = l->first) != NULL) {
 		tl_list_remove(l, page);
-		heap_release_page(page);
+		tl_page_collect(page);
+		if (page->avail == page->capacity)
+			tl_pool_give_page(page);
+		else
+			tl_list_push_back(live, page);
 	}
 }
 
@@ -371,13 +378,15 @@ void tl_heap_destroy(tl_heap *heap)
 	 * not pop from the pages being handed back. */
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		heap->direct[i] = &tl_page_empty;
+	tl_page_list live = { NULL, NULL };
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		tl_page *head = heap->queue[cls].first;
 		if (head != NULL)
 			tl_page_count_avail(head);
-		heap_release_list(&heap->queue[cls]);
+		heap_release_list(&heap->queue[cls], &live);
 	}
-	heap_release_list(&heap->full);
+	heap_release_list(&heap->full, &live);
+	tl_pool_abandon_pages(&live);
 	heap_release_cached(heap);
 	heap->pages_owned = 0;
 }

@@ -149,8 +149,10 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		page = pool.abandoned[cls].first;
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
-			tl_lock_release(&pool.lock);
+			/* under the lock: owner ABANDONED means "on the list"
+			 * (tl_pool_claim_abandoned) */
 			tl_uptr_store_release(&page->owner, heap->id);
+			tl_lock_release(&pool.lock);
 			tl_page_collect(page);
 			return page;
 		}
@@ -303,19 +305,40 @@ static tl_segment *expire_huge_locked(uint64_t now, bool force,
 	return unmap;
 }
 
-void tl_pool_abandon_page(tl_page *page)
+void tl_pool_abandon_pages(tl_page_list *pages)
 {
+	if (pages->first == NULL)
+		return;
 	uint64_t when = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	tl_page *page;
 	tl_lock_acquire(&pool.lock);
-	tl_list_push_back(&pool.abandoned[page->size_class], page);
-	/* Its blocks are often freed by other threads soon after: a purge
-	 * pass then finds the page empty and takes it back. */
+	while ((page = pages->first) != NULL) {
+		tl_list_remove(pages, page);
+		tl_list_push_back(&pool.abandoned[page->size_class], page);
+		/* Under the lock, once listed: tl_pool_claim_abandoned takes
+		 * an ABANDONED owner to mean "on the list". */
+		tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	}
+	/* Their blocks are often freed by other threads soon after: a purge
+	 * pass then finds the pages empty and takes them back. */
 	note_purge_at_locked(when);
 	bool wake = pool.threaded;
 	tl_lock_release(&pool.lock);
 	if (wake)
 		tl_purger_wake();
+}
+
+bool tl_pool_claim_abandoned(tl_heap *heap, tl_page *page)
+{
+	bool claimed = false;
+	tl_lock_acquire(&pool.lock);
+	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_ABANDONED) {
+		tl_list_remove(&pool.abandoned[page->size_class], page);
+		tl_uptr_store_release(&page->owner, heap->id);
+		claimed = true;
+	}
+	tl_lock_release(&pool.lock);
+	return claimed;
 }
 
 /*
