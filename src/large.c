@@ -25,7 +25,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift);
  * one at least twice the size is cut, its resident tail cached as a
  * segment of its own (or unmapped when the cache is full).  Cutting
  * less often gives back less; cutting at any excess made more of the
- * later blocks grow into fresh memory (docs/design.md, "Huge blocks").
+ * later blocks grow into fresh memory (docs/design.md, "Huge segment").
  * NULL when it cannot grow.
  */
 static void *huge_fit(tl_segment *seg, size_t size)

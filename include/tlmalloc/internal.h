@@ -605,11 +605,6 @@ static inline uintptr_t tl_thread_id(void)
 }
 
 /*
- * The calling thread's malloc: its direct table sits in TLS.  When the
- * page's free list is dry, its own frees usually wait in local_free: take
- * them here, so a hot page cycles without leaving the inline path.
- */
-/*
  * Pop a block of a heap's current page for its size: from free, or when
  * free ran dry, from the owner's frees swapped in; NULL when both are empty
  * (tl_malloc_local below does the same for the direct table's sizes).
@@ -629,6 +624,11 @@ static inline tl_block *tl_page_pop_or_swap(tl_page *page)
 	return block;
 }
 
+/*
+ * The calling thread's malloc: its direct table sits in TLS.  When the
+ * page's free list is dry, its own frees usually wait in local_free: take
+ * them here, so a hot page cycles without leaving the inline path.
+ */
 static inline void *tl_malloc_local(size_t size)
 {
 	/* tl_page_pop_or_swap's steps, written out: through it, compilers
