@@ -4,7 +4,7 @@
 # tlmalloc and the workloads (CMake, Ninja, Release, in build/), then runs
 # the harness (python3 -m bench.harness) with the arguments given here:
 #
-#   scripts/experiments.sh                      quick mode, about 8 minutes
+#   scripts/experiments.sh                      quick mode, about 15 minutes
 #   scripts/experiments.sh --full               the classic full sizes
 #   scripts/experiments.sh --only loop,prodcons --alloc glibc,tlmalloc
 #   scripts/experiments.sh --reps 5 --out DIR   NAME=/path/lib.so ...
