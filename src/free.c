@@ -8,8 +8,6 @@
  *   own page           check the block in full, free locally (a full page
  *                      goes back to its queue)
  *   huge page          the block is a whole segment: unmap or cache it
- *   abandoned page     its thread exited: the caller's heap claims it
- *                      and frees locally
  *   other owner        check, push on the page's thread_free with one
  *                      CAS; the owner (or whoever adopts the page) collects
  *   free page          nobody owns a block there: a double or invalid free
@@ -174,15 +172,6 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	if (owner == (heap->id | TL_OWNER_FULL)) {
 		tl_free_owned(page, p);
 		tl_heap_page_unfull(heap, page);
-		return;
-	}
-	/* A page whose thread exited: the freeing thread takes it, so its
-	 * next frees there are local and its mallocs reuse the blocks. */
-	if (owner == TL_OWNER_ABANDONED && heap == tl_heap_local &&
-	    tl_heap_is_thread_heap(heap) && tl_pool_claim_abandoned(heap, page)) {
-		tl_page_collect(page);
-		tl_free_owned(page, p);
-		tl_heap_page_claimed(heap, page);
 		return;
 	}
 	free_remote(page, p);

@@ -306,17 +306,6 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	heap_set_direct(heap, page->size_class);
 }
 
-void tl_heap_page_claimed(tl_heap *heap, tl_page *page)
-{
-	unsigned cls = page->size_class;
-	/* Its blocks are freed here: this thread works with that class. */
-	if (class_is_young(heap, cls))
-		young_grow_up(heap, young_group(cls));
-	heap->pages_owned++;
-	tl_list_push_back(&heap->queue[cls], page);
-	heap_set_direct(heap, cls);
-}
-
 /* Return every empty page the heap caches to the pool. */
 static void heap_release_cached(tl_heap *heap)
 {

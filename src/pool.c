@@ -149,8 +149,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		page = pool.abandoned[cls].first;
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
-			/* under the lock: owner ABANDONED means "on the list"
-			 * (tl_pool_claim_abandoned) */
+			/* under the lock: owner ABANDONED means "on the list" */
 			tl_uptr_store_release(&page->owner, heap->id);
 			tl_lock_release(&pool.lock);
 			tl_page_collect(page);
@@ -315,8 +314,8 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	while ((page = pages->first) != NULL) {
 		tl_list_remove(pages, page);
 		tl_list_push_back(&pool.abandoned[page->size_class], page);
-		/* Under the lock, once listed: tl_pool_claim_abandoned takes
-		 * an ABANDONED owner to mean "on the list". */
+		/* Under the lock, once listed: an ABANDONED owner means "on
+		 * the list". */
 		tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
 	}
 	/* Their blocks are often freed by other threads soon after: a purge
@@ -326,19 +325,6 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	tl_lock_release(&pool.lock);
 	if (wake)
 		tl_purger_wake();
-}
-
-bool tl_pool_claim_abandoned(tl_heap *heap, tl_page *page)
-{
-	bool claimed = false;
-	tl_lock_acquire(&pool.lock);
-	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_ABANDONED) {
-		tl_list_remove(&pool.abandoned[page->size_class], page);
-		tl_uptr_store_release(&page->owner, heap->id);
-		claimed = true;
-	}
-	tl_lock_release(&pool.lock);
-	return claimed;
 }
 
 /*

@@ -99,9 +99,6 @@ void tl_heap_destroy(tl_heap *heap);
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
 /* The owner freed into a page flagged full: back to its queue. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
-/* A page claimed from the abandoned ones (tl_pool_claim_abandoned) joins
- * its class's queue. */
-void tl_heap_page_claimed(tl_heap *heap, tl_page *page);
 
 /* ---- size classes (sizeclass.c) ---- */
 extern const uint32_t tl_class_size[TL_CLASSES];
@@ -299,9 +296,6 @@ tl_segment *tl_pool_take_huge(size_t size);
 /* The pages of an exiting heap that still hold live blocks, under one
  * lock: abandoned, for any heap to adopt (the list is left empty). */
 void tl_pool_abandon_pages(tl_page_list *pages);
-/* An abandoned page becomes heap's, if it still is abandoned (a free into
- * it by heap's thread, free.c); the caller collects it. */
-bool tl_pool_claim_abandoned(tl_heap *heap, tl_page *page);
 tl_heap *tl_pool_heap_alloc(void);
 void tl_pool_heap_free(tl_heap *heap);
 void tl_pool_register_segment(tl_segment *seg);

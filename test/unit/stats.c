@@ -10,10 +10,6 @@
  *   remote_freed_pages_not_reused  a heap far from its next sweep takes
  *                        new pages instead of its full pages that another
  *                        thread freed
- *   abandoned_pages_not_claimed  a thread that frees the blocks of an
- *                        exited thread leaves its pages abandoned instead
- *                        of taking them: they must leave the pool's
- *                        abandoned list and serve its mallocs
  *   remote_frees_not_counted  blocks freed by another thread are not
  *                        counted (before and after their owner collects
  *                        them), counted twice, or the owner's own frees are
@@ -225,78 +221,6 @@ static void remote_freed_pages_not_reused(void)
 	}
 	for (int i = 0; i < KEPT; i++)
 		free(kept[i]);
-}
-
-enum { LEFT = 2000, LEFT_SIZE = 320 };
-static void *left_blocks[LEFT];
-
-static void *allocate_and_leave(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < LEFT; i++)
-		CHECK((left_blocks[i] = malloc(LEFT_SIZE)) != NULL);
-	return NULL;
-}
-
-/* The 64 KiB slice of p. */
-static uintptr_t slice_of(const void *p)
-{
-	return (uintptr_t)p >> 16;
-}
-
-static bool in_slices(const uintptr_t *slices, int n, const void *p)
-{
-	for (int i = 0; i < n; i++)
-		if (slices[i] == slice_of(p))
-			return true;
-	return false;
-}
-
-/* A thread with a heap of its own: frees what the exited thread left, then
- * allocates as many blocks again. */
-static void *free_left_and_allocate(void *arg)
-{
-	(void)arg;
-	static uintptr_t slices[LEFT];
-	int n = 0;
-	/* A heap of its own (claiming takes one), with no page of the
-	 * class: a block of another group. */
-	void *own = malloc(16);
-	CHECK(own != NULL);
-	for (int i = 0; i < LEFT; i++)
-		if (!in_slices(slices, n, left_blocks[i]))
-			slices[n++] = slice_of(left_blocks[i]);
-	uint64_t abandoned = snap().pages_abandoned;
-	CHECKF(abandoned >= 2, "%" PRIu64 " pages abandoned", abandoned);
-	/* All but the last block: each page is claimed at its first free,
-	 * and keeps a live block. */
-	for (int i = 0; i + 1 < LEFT; i++)
-		free(left_blocks[i]);
-	uint64_t left = snap().pages_abandoned;
-	CHECKF(left == 0, "%" PRIu64 " of %" PRIu64 " pages still abandoned",
-	       left, abandoned);
-	/* This heap had no page: its mallocs come from the claimed ones. */
-	for (int i = 0; i + 1 < LEFT; i++) {
-		left_blocks[i] = malloc(LEFT_SIZE);
-		CHECKF(in_slices(slices, n, left_blocks[i]), "block %d at %p, "
-		       "not in the claimed pages", i, left_blocks[i]);
-	}
-	for (int i = 0; i < LEFT; i++)
-		free(left_blocks[i]);
-	free(own);
-	return NULL;
-}
-
-static void abandoned_pages_not_claimed(void)
-{
-	/* No purge may take the abandoned pages meanwhile. */
-	CHECK(tl_option_set("purge_delay", 600000) == 0);
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, allocate_and_leave, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
-	CHECK(pthread_create(&t, NULL, free_left_and_allocate, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
-	CHECK(tl_option_set("purge_delay", 100) == 0);
 }
 
 /* The entry of the class ops of the class whose blocks are bs bytes. */
@@ -712,7 +636,6 @@ static const struct test_case cases[] = {
 	{ "class_ops_lost", class_ops_lost },
 	{ "version_ignored", version_ignored },
 	{ "remote_frees_not_counted", remote_frees_not_counted },
-	{ "abandoned_pages_not_claimed", abandoned_pages_not_claimed },
 	{ "remote_freed_pages_not_reused", remote_freed_pages_not_reused },
 	{ "json_malformed", json_malformed },
 	{ "mallinfo2_wrong", mallinfo2_wrong },
