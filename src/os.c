@@ -262,12 +262,16 @@ bool tl_os_unguard(void *addr, size_t size)
 
 void tl_os_map_shadow(uintptr_t addr, size_t size)
 {
+	/* Most of these fail (EEXIST: something is mapped there), at
+	 * start-up: the program's main must still find errno 0. */
+	int saved = errno;
 	void *p = mmap((void *)addr, size, PROT_READ,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 		       MAP_FIXED_NOREPLACE, -1, 0);
 	/* A kernel older than 4.17 takes the address as a hint. */
 	if (p != MAP_FAILED && (uintptr_t)p != addr)
 		munmap(p, size);
+	errno = saved;
 }
 
 bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
