@@ -325,10 +325,12 @@ static void heap_release_list(tl_page_list *l, tl_page_list *live)
 	while ((page = l->first) != NULL) {
 		tl_list_remove(l, page);
 		tl_page_collect(page);
-		if (page->avail == page->capacity)
+		if (page->avail == page->capacity) {
 			tl_pool_give_page(page);
-		else
+		} else {
+			tl_page_purge_free(page);
 			tl_list_push_back(live, page);
+		}
 	}
 }
 

@@ -23,9 +23,7 @@
  * carves fresh blocks in a random order.
  */
 #include "tlmalloc/internal.h"
-#if TL_SECURE
 #include "tlmalloc/os.h"
-#endif
 
 tl_atomic_u64 tl_remote_frees;
 tl_atomic_u64 tl_class_allocs[TL_CLASSES];
@@ -220,6 +218,24 @@ bool tl_page_collect_head(tl_page *page)
 	page->free = tl_remote_list(w);
 	tl_u64_add_relaxed(&tl_remote_frees, tl_remote_count(w));
 	return true;
+}
+
+void tl_page_purge_free(tl_page *page)
+{
+	/* Pages mostly free: for the others the system calls cost more than
+	 * they give back. */
+	if (page->kind != TL_PAGE_MEDIUM || page->avail < page->capacity / 2)
+		return;
+	size_t ps = tl_os_page_size();
+	size_t bs = page->block_size;
+	for (tl_block *b = page->free; b != NULL;
+	     b = tl_link_decode(page, b, b->next)) {
+		uintptr_t lo = ((uintptr_t)b + sizeof(tl_block) + ps - 1) &
+			       ~(uintptr_t)(ps - 1);
+		uintptr_t hi = ((uintptr_t)b + bs) & ~(uintptr_t)(ps - 1);
+		if (hi > lo)
+			tl_os_purge((void *)lo, hi - lo);
+	}
 }
 
 static size_t list_length(const tl_page *page, const tl_block *b)

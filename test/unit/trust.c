@@ -25,6 +25,11 @@
  *                              tail serves the next block with no mapping
  *                              (fault_map armed), and a block in such a
  *                              tail grows by realloc with its contents
+ *   abandoned_free_blocks_resident  a thread exits with one live block
+ *                              of a medium page and many freed ones: the
+ *                              freed blocks' memory goes back to the OS
+ *                              (mincore), the live block keeps its
+ *                              contents
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
@@ -317,6 +322,56 @@ static void huge_tail_not_reused(void)
 	free(c);
 }
 
+enum { MEDIUM_BLOCKS = 14, MEDIUM_SIZE = 64 << 10 };
+static unsigned char *medium_blocks[MEDIUM_BLOCKS];
+
+static void *medium_free_and_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < MEDIUM_BLOCKS; i++) {
+		CHECK((medium_blocks[i] = malloc(MEDIUM_SIZE)) != NULL);
+		memset(medium_blocks[i], 0x33, MEDIUM_SIZE);
+	}
+	for (int i = 1; i < MEDIUM_BLOCKS; i++)
+		free(medium_blocks[i]);
+	return NULL;
+}
+
+/* OS pages of [lo, hi) that are resident (mincore: exact, no access). */
+static size_t resident_pages(uintptr_t lo, uintptr_t hi)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[MEDIUM_SIZE / 4096 + 1];
+	size_t n = (hi - lo) / ps, count = 0;
+	CHECK(n <= sizeof(vec));
+	CHECK(mincore((void *)lo, hi - lo, vec) == 0);
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	return count;
+}
+
+static void abandoned_free_blocks_resident(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, medium_free_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* The freed blocks, written whole before, are given back but for
+	 * each one's first OS page (its link and mark). */
+	uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+	for (int i = 1; i < MEDIUM_BLOCKS; i++) {
+		uintptr_t b = (uintptr_t)medium_blocks[i];
+		uintptr_t lo = (b + 16 + ps - 1) & ~(ps - 1);
+		uintptr_t hi = (b + MEDIUM_SIZE) & ~(ps - 1);
+		size_t left = resident_pages(lo, hi);
+		CHECKF(left == 0, "freed block %d of an exited thread: %zu of "
+		       "%zu pages still resident", i, left,
+		       (size_t)((hi - lo) / ps));
+	}
+	for (int i = 0; i < MEDIUM_SIZE; i++)
+		CHECK(medium_blocks[0][i] == 0x33);
+	free(medium_blocks[0]);
+}
+
 enum { ABANDON_BLOCKS = 8192, ABANDON_SIZE = 1000 };
 
 static void *allocate_and_exit(void *arg)
@@ -410,6 +465,7 @@ static const struct test_case cases[] = {
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 	{ "huge_tail_not_reused", huge_tail_not_reused },
+	{ "abandoned_free_blocks_resident", abandoned_free_blocks_resident },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
 	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
 };
