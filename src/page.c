@@ -52,6 +52,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 	page->reserved = (uint32_t)(area / page->block_size);
 	page->slice_magic = tl_slice_magic(page->block_size);
 	page->div_magic = UINT64_MAX / page->block_size + 1;
+	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
 #if TL_SECURE
 	tl_secure_page_init(page);
 #endif
@@ -228,14 +229,18 @@ void tl_page_purge_free(tl_page *page)
 		return;
 	size_t ps = tl_os_page_size();
 	size_t bs = page->block_size;
+	size_t purged = 0;
 	for (tl_block *b = page->free; b != NULL;
 	     b = tl_link_decode(page, b, b->next)) {
 		uintptr_t lo = ((uintptr_t)b + sizeof(tl_block) + ps - 1) &
 			       ~(uintptr_t)(ps - 1);
 		uintptr_t hi = ((uintptr_t)b + bs) & ~(uintptr_t)(ps - 1);
-		if (hi > lo)
+		if (hi > lo) {
 			tl_os_purge((void *)lo, hi - lo);
+			purged += hi - lo;
+		}
 	}
+	__atomic_store_n(&page->purged, (uint32_t)purged, __ATOMIC_RELAXED);
 }
 
 static size_t list_length(const tl_page *page, const tl_block *b)

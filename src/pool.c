@@ -149,6 +149,8 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		page = pool.abandoned[cls].first;
 		if (page != NULL) {
 			tl_list_remove(&pool.abandoned[cls], page);
+			/* its given-back blocks are the new owner's to touch */
+			__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
 			/* under the lock: owner ABANDONED means "on the list" */
 			tl_uptr_store_release(&page->owner, heap->id);
 			tl_lock_release(&pool.lock);
@@ -572,9 +574,9 @@ bool tl_pool_purge_pending(void)
 /*
  * Bytes held and bytes live, page by page: a snapshot that reads other
  * heaps' counters (relaxed).  Held: what has been touched and not given
- * back - the blocks carved of owned pages, dirty free pages, segment
- * headers, huge blocks, heap structs; never-touched or purged memory is
- * not held.  Live: carved blocks not counted free; frees not yet collected
+ * back - the blocks carved of owned pages (less what an abandoned page
+ * gave back inside its free blocks), dirty free pages, segment headers,
+ * huge blocks, heap structs; never-touched or purged memory is not held.  Live: carved blocks not counted free; frees not yet collected
  * count as live, a queue head's uncounted pops do not (see tl_page).
  */
 static void stats_huge_locked(struct tl_pool_stats *out, const tl_segment *seg)
@@ -602,8 +604,12 @@ static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
 	out->held += cap * bs;
 	if (owner == TL_OWNER_FREE || bs == 0 || bs > TL_MEDIUM_MAX)
 		return;
-	if (owner == TL_OWNER_ABANDONED)
+	if (owner == TL_OWNER_ABANDONED) {
 		out->pages_abandoned++;
+		size_t purged = __atomic_load_n(&page->purged,
+						__ATOMIC_RELAXED);
+		out->held -= purged < cap * bs ? purged : cap * bs;
+	}
 	/* block_size, not size_class: the owner stores it atomically. */
 	struct tl_pool_class_stats *c = &out->classes[tl_size_to_class(bs)];
 	c->allocs += __atomic_load_n(&page->allocs, __ATOMIC_RELAXED);

@@ -186,6 +186,10 @@ typedef struct tl_page {
 	 * free fast path's test of a block start, next to owner.
 	 */
 	uint32_t slice_magic;
+	/* Abandoned: bytes inside its free blocks given back to the OS
+	 * (tl_page_purge_free), which the statistics do not count as held;
+	 * 0 once a heap adopts it (pool lock). */
+	uint32_t purged;
 	/* Set by tl_page_format: UINT64_MAX / block_size + 1, the same test
 	 * for any offset in the page (tl_block_in_page). */
 	uint64_t div_magic;

@@ -28,8 +28,8 @@
  *   abandoned_free_blocks_resident  a thread exits with one live block
  *                              of a medium page and many freed ones: the
  *                              freed blocks' memory goes back to the OS
- *                              (mincore), the live block keeps its
- *                              contents
+ *                              (mincore) and leaves the statistics' held
+ *                              bytes, the live block keeps its contents
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
@@ -44,6 +44,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
@@ -324,6 +325,7 @@ static void huge_tail_not_reused(void)
 
 enum { MEDIUM_BLOCKS = 14, MEDIUM_SIZE = 64 << 10 };
 static unsigned char *medium_blocks[MEDIUM_BLOCKS];
+static uint64_t held_before_exit;
 
 static void *medium_free_and_exit(void *arg)
 {
@@ -334,6 +336,9 @@ static void *medium_free_and_exit(void *arg)
 	}
 	for (int i = 1; i < MEDIUM_BLOCKS; i++)
 		free(medium_blocks[i]);
+	struct tl_stats st;
+	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
+	held_before_exit = st.held;
 	return NULL;
 }
 
@@ -367,6 +372,13 @@ static void abandoned_free_blocks_resident(void)
 		       "%zu pages still resident", i, left,
 		       (size_t)((hi - lo) / ps));
 	}
+	/* The statistics do not count them as held any more. */
+	struct tl_stats st;
+	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
+	uint64_t given = (MEDIUM_BLOCKS - 1) * (uint64_t)(MEDIUM_SIZE - ps);
+	CHECKF(st.held + given <= held_before_exit, "held %" PRIu64 " KiB "
+	       "before the exit, %" PRIu64 " KiB after", held_before_exit >> 10,
+	       st.held >> 10);
 	for (int i = 0; i < MEDIUM_SIZE; i++)
 		CHECK(medium_blocks[0][i] == 0x33);
 	free(medium_blocks[0]);
