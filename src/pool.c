@@ -15,9 +15,9 @@
  *
  * Huge segments: a freed one (up to TL_HUGE_CACHE_SEGMENT bytes, at most
  * TL_HUGE_CACHE_COUNT and TL_HUGE_CACHE_BYTES in all) is kept until the
- * purge delay runs out, for a large malloc of a size it fits to reuse: no
- * mmap, munmap or page faults for a program that allocates and frees
- * large buffers in a loop.
+ * purge delay runs out, for a large malloc to reuse, cut or grown to its
+ * size (large.c): few mmaps and page faults for a program that allocates
+ * and frees large buffers in a loop.
  */
 #include <stdint.h>
 

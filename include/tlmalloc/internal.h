@@ -299,7 +299,9 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
 /* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
 bool tl_pool_cache_huge(tl_segment *seg);
-/* A cached huge segment whose block holds size bytes, or NULL. */
+/* The cached huge segment closest to a block of size bytes: the smallest
+ * that holds it, else the largest (large.c cuts or grows it); NULL when
+ * none is cached. */
 tl_segment *tl_pool_take_huge(size_t size);
 /* The pages of an exiting heap that still hold live blocks, under one
  * lock: abandoned, for any heap to adopt (the list is left empty). */
