@@ -316,6 +316,28 @@ static inline size_t bench_stamped(const void *p)
 	return h.size;
 }
 
+/* A block of min..max bytes (bench_between), stamped. */
+static inline char *bench_stamped_block(uint64_t *rng, size_t min, size_t max)
+{
+	size_t n = bench_between(rng, min, max);
+	char *p = (char *)bench_malloc(n);
+
+	bench_stamp(p, n);
+	return p;
+}
+
+/* The size of p, a block stamped with min..max bytes; fails the run when
+ * its stamp was overwritten. */
+static inline size_t bench_stamp_checked(const void *p, size_t min,
+					 size_t max)
+{
+	size_t n = bench_stamped(p);
+
+	if (n < min || n > max)
+		bench_fail("block %p was overwritten", p);
+	return n;
+}
+
 /* Resident set size of this process in KiB; open/read only, no malloc. */
 static inline long bench_rss_kb(void)
 {

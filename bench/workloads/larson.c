@@ -48,11 +48,7 @@ static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
 
 static char *make_block(uint64_t *rng)
 {
-	size_t n = bench_between(rng, MIN_SIZE, MAX_SIZE);
-	char *p = (char *)bench_malloc(n);
-
-	bench_stamp(p, n);
-	return p;
+	return bench_stamped_block(rng, MIN_SIZE, MAX_SIZE);
 }
 
 static void check_and_free(char *p)
@@ -61,9 +57,7 @@ static void check_and_free(char *p)
 
 	if (!p)
 		bench_fail("a slot of the table was empty");
-	n = bench_stamped(p);
-	if (n < MIN_SIZE || n > MAX_SIZE)
-		bench_fail("block %p was overwritten", (void *)p);
+	n = bench_stamp_checked(p, MIN_SIZE, MAX_SIZE);
 	if (sized_free)
 		sized_free(p, n);
 	else

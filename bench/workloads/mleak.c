@@ -32,22 +32,14 @@ struct worker {
 
 static char *make_block(uint64_t *rng)
 {
-	size_t n = bench_between(rng, MIN_SIZE, MAX_SIZE);
-	char *p = (char *)bench_malloc(n);
-
-	bench_stamp(p, n);
-	return p;
+	return bench_stamped_block(rng, MIN_SIZE, MAX_SIZE);
 }
 
 static void check_and_free(char *p)
 {
-	size_t n;
-
 	if (!p)
 		bench_fail("a slot of the table was empty");
-	n = bench_stamped(p);
-	if (n < MIN_SIZE || n > MAX_SIZE)
-		bench_fail("block %p was overwritten", (void *)p);
+	bench_stamp_checked(p, MIN_SIZE, MAX_SIZE);
 	free(p);
 	atomic_fetch_add_explicit(&freed, 1, memory_order_relaxed);
 }

@@ -51,13 +51,9 @@ static size_t pick_size(uint64_t *rng)
 /* Check and free p (NULL: an empty slot); 1 when a block was freed. */
 static long check_and_free(char *p)
 {
-	size_t n;
-
 	if (!p)
 		return 0;
-	n = bench_stamped(p);
-	if (n < 8 || n > 256 * 1024)
-		bench_fail("block %p was overwritten", (void *)p);
+	bench_stamp_checked(p, 8, 256 * 1024);
 	free(p);
 	return 1;
 }

@@ -42,20 +42,13 @@ static pthread_barrier_t all_done;
 
 static void check_and_free(void *p, long max)
 {
-	size_t n = bench_stamped(p);
-
-	if (n < 8 || n > (size_t)max)
-		bench_fail("block %p was overwritten", p);
+	bench_stamp_checked(p, 8, (size_t)max);
 	free(p);
 }
 
 static char *make_block(uint64_t *rng, long max)
 {
-	size_t n = bench_between(rng, 8, (size_t)max);
-	char *p = (char *)bench_malloc(n);
-
-	bench_stamp(p, n);
-	return p;
+	return bench_stamped_block(rng, 8, (size_t)max);
 }
 
 /* Hand n blocks to the next thread; 0 when its inbox had no room. */

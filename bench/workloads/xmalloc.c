@@ -100,11 +100,8 @@ static void *produce(void *arg)
 	long to = w->id % consumers;
 
 	for (long i = 0; i < w->iters; i++) {
-		size_t n = bench_between(&rng, MIN_SIZE, MAX_SIZE);
-		char *p = (char *)bench_malloc(n);
-
-		bench_stamp(p, n);
-		b->blocks[b->n++] = p;
+		b->blocks[b->n++] = bench_stamped_block(&rng, MIN_SIZE,
+							MAX_SIZE);
 		w->done++;
 		if (b->n == BATCH || i == w->iters - 1) {
 			put(&queues[to], b);
@@ -130,11 +127,7 @@ static void *consume(void *arg)
 
 	while ((b = take(&queues[w->id]))) {
 		for (long i = 0; i < b->n; i++) {
-			size_t n = bench_stamped(b->blocks[i]);
-
-			if (n < MIN_SIZE || n > MAX_SIZE)
-				bench_fail("block %p was overwritten",
-					   (void *)b->blocks[i]);
+			bench_stamp_checked(b->blocks[i], MIN_SIZE, MAX_SIZE);
 			free(b->blocks[i]);
 		}
 		w->done += b->n;
