@@ -32,9 +32,8 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift);
 static void *huge_fit(tl_segment *seg, size_t size)
 {
 	void *p = seg->slices[0].start;
-	size_t ps = tl_os_page_size();
-	size_t keep = (TL_SEGMENT_HEADER + size + ps - 1) & ~(ps - 1);
-	if (keep > seg->map_size - TL_HUGE_GUARD)
+	size_t keep = tl_segment_huge_map_size(TL_SEGMENT_HEADER, size);
+	if (keep > seg->map_size)
 		return huge_resize(p, size, 0);
 	size_t tail = seg->map_size - keep;
 	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_SPLIT_MIN && tail >= keep) {
@@ -121,9 +120,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 		return p;
 	if (size > PTRDIFF_MAX - offset)
 		return NULL;
-	size_t ps = tl_os_page_size();
-	size_t map_size = ((offset + size + ps - 1) & ~(ps - 1)) +
-			  TL_HUGE_GUARD;
+	size_t map_size = tl_segment_huge_map_size(offset, size);
 	if (!huge_unguard(seg))
 		return NULL;
 	if (tl_os_remap_in_place(seg, seg->map_size, map_size)) {

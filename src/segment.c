@@ -156,17 +156,21 @@ static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
 	tl_pool_register_segment(seg);
 }
 
-tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
+size_t tl_segment_huge_map_size(size_t offset, size_t size)
 {
 	size_t page = tl_os_page_size();
+	return ((offset + size + page - 1) & ~(page - 1)) + TL_HUGE_GUARD;
+}
+
+tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
+{
 	size_t offset = huge_offset(alignment);
 	if (size == 0)
 		size = 1;	/* the block must lie inside its mapping */
 	if (size > PTRDIFF_MAX - offset - TL_SEGMENT_SIZE - alignment -
 		   TL_HUGE_GUARD)
 		return NULL;
-	size_t map_size = ((offset + size + page - 1) & ~(page - 1)) +
-			  TL_HUGE_GUARD;
+	size_t map_size = tl_segment_huge_map_size(offset, size);
 	tl_segment *seg;
 	if (alignment > TL_SEGMENT_SIZE)
 		seg = tl_os_map_aligned(map_size, alignment, offset);
@@ -175,7 +179,8 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 	if (seg == NULL)
 		return NULL;
 #if TL_SECURE
-	if (!tl_os_guard((uint8_t *)seg + map_size - page, page)) {
+	if (!tl_os_guard((uint8_t *)seg + map_size - TL_HUGE_GUARD,
+			 TL_HUGE_GUARD)) {
 		tl_os_unmap(seg, map_size);
 		return NULL;
 	}

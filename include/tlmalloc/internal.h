@@ -224,6 +224,9 @@ static inline tl_page *tl_segment_page(const tl_segment *seg, uint32_t i)
 }
 
 tl_segment *tl_segment_create(enum tl_page_kind kind);
+/* Bytes to map for a huge block of size bytes at offset in its segment:
+ * whole OS pages, and the guard page of the secure build. */
+size_t tl_segment_huge_map_size(size_t offset, size_t size);
 /* A huge segment holding one block of size bytes at the given alignment. */
 tl_segment *tl_segment_create_huge(size_t size, size_t alignment);
 /*
