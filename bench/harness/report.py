@@ -34,6 +34,11 @@ def to_display(measure, unit, value):
     return value, unit
 
 
+def ratio(value, base):
+    """value / base as "1.23x", or "–" without a base."""
+    return "%.2fx" % (value / base) if base else "–"
+
+
 def fmt_num(value):
     size = abs(value)
     if size >= 1e9:
@@ -202,11 +207,11 @@ def standing_row(cells, workload, point, order):
         return "| %s | %s | FAILED | | | | |" % (workload["name"], point)
     names = [a for a, _ in ranked]
     glibc = dict(ranked).get(BASELINE)
-    vs_glibc = "%.2fx" % (cell.wall / glibc) if glibc else "–"
+    vs_glibc = ratio(cell.wall, glibc)
     base = cells.get((workload["name"], point, BASELINE))
     rss = "–"
-    if base is not None and not base.failed and base.maxrss_kb:
-        rss = "%.2fx" % (cell.maxrss_kb / base.maxrss_kb)
+    if base is not None and not base.failed:
+        rss = ratio(cell.maxrss_kb, base.maxrss_kb)
     best, best_wall = ranked[0]
     return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s |" % (
         workload["name"], point, fmt_num(cell.wall), vs_glibc,
@@ -229,8 +234,8 @@ def fastpath_standing_row(table, mix):
     names = [name for _, name in ranked]
     glibc = table.get(BASELINE, {}).get(mix)
     value = own["instructions_per_pair"]
-    vs_glibc = "%.2fx" % (value / glibc["instructions_per_pair"]) \
-        if glibc and glibc["ok"] and glibc["instructions_per_pair"] else "–"
+    vs_glibc = ratio(value, glibc["instructions_per_pair"]
+                     if glibc and glibc["ok"] else 0)
     return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" \
         % (title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
         ranked[0][1], ranked[0][0])
@@ -498,10 +503,6 @@ def first_failure(data, name, alloc):
     """The first failed run of a program's cell, or None."""
     return next((r for r in data.get("runs", []) if r["workload"] == name
                  and r["allocator"] == alloc and not r["ok"]), None)
-
-
-def ratio(value, best):
-    return "%.2fx" % (value / best) if best else "–"
 
 
 def program_row(cell, data, name, lows, reps):
