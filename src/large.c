@@ -17,8 +17,41 @@
  * usable >> keep_shift to spare. */
 static void *huge_resize(void *p, size_t size, unsigned keep_shift);
 
-/* A cut-off tail at least this long becomes a cached segment of its own. */
-#define TL_HUGE_SPLIT_MIN ((size_t)1 << 20)
+/* A cut-off tail at least this long becomes a cached segment of its own,
+ * and a piece at least this long is worth gathering (below). */
+#define TL_HUGE_PIECE_MIN ((size_t)1 << 20)
+
+/*
+ * Fill the fresh growth of a huge segment, from offset from to its end,
+ * with the resident pages of other cached segments, moved with mremap:
+ * pages that were written once already, where fresh ones would each cost
+ * a page fault and a zeroing.  A donor larger than the gap gives its tail
+ * and goes back to the cache; one that fits goes whole.  Pieces under
+ * TL_HUGE_PIECE_MIN, and donors that would split the segment into too
+ * many mappings (segment.c), are left: what is not filled stays fresh.  (docs/design.md, "Huge segment", has the figures.)
+ */
+static void huge_gather(tl_segment *seg, size_t from)
+{
+	size_t end = seg->map_size;
+	while (end - from >= TL_HUGE_PIECE_MIN) {
+		tl_segment *d = tl_pool_take_huge(end - from);
+		if (d == NULL)
+			return;
+		size_t have = d->map_size - TL_SEGMENT_HEADER;
+		size_t n = have < end - from ? have : end - from;
+		if (n < TL_HUGE_PIECE_MIN ||
+		    !tl_segment_take_tail(seg, end, d, n)) {
+			tl_large_free(d);
+			return;
+		}
+		end -= n;
+		if (n == have)
+			tl_segment_destroy(d);	/* its header is left */
+		else
+			tl_large_free(d);
+	}
+}
+
 
 /*
  * Fit a cached huge segment to a block of size bytes, touching as little
@@ -33,10 +66,15 @@ static void *huge_fit(tl_segment *seg, size_t size)
 {
 	void *p = seg->slices[0].start;
 	size_t keep = tl_segment_huge_map_size(TL_SEGMENT_HEADER, size);
-	if (keep > seg->map_size)
-		return huge_resize(p, size, 0);
+	if (keep > seg->map_size) {
+		size_t grown_from = seg->map_size;
+		p = huge_resize(p, size, 0);
+		if (p != NULL && TL_HUGE_GUARD == 0)
+			huge_gather(tl_segment_of(p), grown_from);
+		return p;
+	}
 	size_t tail = seg->map_size - keep;
-	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_SPLIT_MIN && tail >= keep) {
+	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_PIECE_MIN && tail >= keep) {
 		tl_segment *rest = tl_segment_split_huge(seg, keep);
 		if (rest != NULL)
 			tl_large_free(rest);

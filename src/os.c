@@ -7,9 +7,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -19,6 +19,16 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
+
+/*
+ * The futex operations, as the kernel's ABI numbers them: <linux/futex.h>
+ * comes with the kernel's headers, which a C library other than glibc
+ * (musl-gcc) does not put on its include path.
+ */
+#ifndef FUTEX_WAIT_PRIVATE
+#define FUTEX_WAIT_PRIVATE 128	/* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
+#define FUTEX_WAKE_PRIVATE 129	/* FUTEX_WAKE | FUTEX_PRIVATE_FLAG */
+#endif
 
 size_t tl_os_page_size(void)
 {
@@ -155,13 +165,51 @@ out:
 	return result;
 }
 
+/*
+ * One mremap moves the pages of one mapping (kernels before 6.17; later
+ * ones move several at once).  A range over several mappings, as a huge
+ * segment gathered from pieces is, fails with EFAULT there: it moves in
+ * halves, down to single mappings, and a half that moved goes back if the
+ * other half cannot, so a refusal leaves the source where it was.
+ */
+/* A move half done that cannot be undone: the block would be lost. */
+static void move_failed(const char *what)
+{
+	static const char head[] = "tlmalloc: mremap: ";
+	tl_os_write_stderr(head, sizeof(head) - 1);
+	tl_os_write_stderr(what, strlen(what));
+	tl_os_write_stderr("; aborting\n", 11);
+	abort();
+}
+
+static bool move_range(uint8_t *from, size_t size, uint8_t *to, size_t page)
+{
+	if (mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) ==
+	    (void *)to)
+		return true;
+	if (errno != EFAULT || size <= page)
+		return false;
+	size_t half = (size / 2) & ~(page - 1);
+	if (!move_range(from, half, to, page))
+		return false;
+	if (move_range(from + half, size - half, to + half, page))
+		return true;
+	if (!move_range(to, half, from, page))
+		move_failed("could not move pages back");
+	return false;
+}
+
 bool tl_os_move_pages(void *from, size_t size, void *to)
 {
 	int saved = errno;
-	void *moved = mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
-			     to);
+	bool moved = move_range(from, size, to, tl_os_page_size());
+	/* A refused mremap may have unmapped some of the pages it was to
+	 * replace: fresh ones take their place. */
+	if (!moved && mmap(to, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != to)
+		move_failed("could not map fresh pages after a refused move");
 	errno = saved;
-	return moved == to;
+	return moved;
 }
 
 uint64_t tl_os_now_ms(void)

@@ -205,20 +205,43 @@ static void note_purge_at_locked(uint64_t when)
 		pool.next_purge_ms = when;
 }
 
+/* Unlink seg from the cache; prev is the one before it, or NULL. */
+static void uncache_locked(tl_segment *prev, tl_segment *seg)
+{
+	if (prev != NULL)
+		prev->cache_next = seg->cache_next;
+	else
+		pool.huge_cache = seg->cache_next;
+	seg->cache_next = NULL;
+	pool.huge_cached -= seg->map_size;
+	pool.huge_count--;
+}
+
 bool tl_pool_cache_huge(tl_segment *seg)
 {
 	tl_page *page = &seg->slices[0];
 	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
 	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
 		return false;
+	if (seg->map_size > TL_HUGE_CACHE_BYTES)
+		return false;
 	uint64_t now = tl_os_now_ms();
 	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
 	bool wake;
+	tl_segment *evicted = NULL;
 	tl_lock_acquire(&pool.lock);
-	if (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
-	    pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
-		tl_lock_release(&pool.lock);
-		return false;
+	/* Full: the oldest make room (they are the next to expire anyway). */
+	while (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
+	       pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
+		tl_segment *prev = NULL, *old = pool.huge_cache;
+		while (old->cache_next != NULL) {
+			prev = old;
+			old = old->cache_next;
+		}
+		uncache_locked(prev, old);
+		unregister_locked(old);
+		old->next = evicted;
+		evicted = old;
 	}
 	/* No block lives here now: a free of the old pointer is caught. */
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
@@ -232,23 +255,15 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	bool due = now >= pool.next_purge_ms;
 	wake = pool.threaded;
 	tl_lock_release(&pool.lock);
+	for (tl_segment *next; evicted != NULL; evicted = next) {
+		next = evicted->next;
+		tl_segment_unmap(evicted);
+	}
 	if (due)
 		tl_pool_purge(false);
 	else if (wake)
 		tl_purger_wake();
 	return true;
-}
-
-/* Unlink seg from the cache; prev is the one before it, or NULL. */
-static void uncache_locked(tl_segment *prev, tl_segment *seg)
-{
-	if (prev != NULL)
-		prev->cache_next = seg->cache_next;
-	else
-		pool.huge_cache = seg->cache_next;
-	seg->cache_next = NULL;
-	pool.huge_cached -= seg->map_size;
-	pool.huge_count--;
 }
 
 /* The cached segment that serves a block of size bytes with the least

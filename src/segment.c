@@ -127,6 +127,69 @@ tl_segment *tl_segment_create(enum tl_page_kind kind)
 	return seg;
 }
 
+/*
+ * Mapping boundaries of huge segments.  Pages moved with mremap between
+ * segments split the OS mappings they leave and enter: a huge segment cut
+ * (tl_segment_split_huge), moved (tl_segment_move_huge) or filled with the
+ * pages of others (tl_segment_take_tail) spans several mappings.  Each
+ * keeps the offsets where two may meet (its cuts), at most TL_HUGE_CUTS,
+ * and the process at most TL_HUGE_CUTS_ALL in all, so the kernel's limit
+ * on a process's mappings (65530 by default) stays far: a move that would
+ * pass either is refused, and the caller takes fresh memory instead.  The
+ * kernel merges some mappings again; the cuts are an upper bound.
+ */
+#define TL_HUGE_CUTS_ALL 512
+static tl_atomic_u64 cuts_all;
+
+/* Cuts of seg strictly between lo and hi. */
+static uint32_t cuts_between(const tl_segment *seg, size_t lo, size_t hi)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < seg->cut_count; i++)
+		n += seg->cuts[i] > lo && seg->cuts[i] < hi;
+	return n;
+}
+
+/* Whether a segment may hold cuts, and the process more of them. */
+static bool cuts_room(uint32_t cuts, uint32_t more)
+{
+	return cuts <= TL_HUGE_CUTS &&
+	       tl_u64_load_relaxed(&cuts_all) + more <= TL_HUGE_CUTS_ALL;
+}
+
+/* A cut at off, unless it is there already or at an end of the mapping. */
+static void cut_add(tl_segment *seg, size_t off)
+{
+	if (off == 0 || off >= seg->map_size)
+		return;
+	for (uint32_t i = 0; i < seg->cut_count; i++)
+		if (seg->cuts[i] == off)
+			return;
+	tl_assert(seg->cut_count < TL_HUGE_CUTS);
+	seg->cuts[seg->cut_count++] = off;
+	tl_u64_add_relaxed(&cuts_all, 1);
+}
+
+/* The cuts of from strictly between lo and hi, at offset at - lo in to. */
+static void cuts_copy(tl_segment *to, const tl_segment *from, size_t lo,
+		      size_t hi, size_t at)
+{
+	for (uint32_t i = 0; i < from->cut_count; i++)
+		if (from->cuts[i] > lo && from->cuts[i] < hi)
+			cut_add(to, from->cuts[i] - lo + at);
+}
+
+/* Drop the cuts of seg at or past off (its mapping ends there now). */
+static void cuts_drop_from(tl_segment *seg, size_t off)
+{
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < seg->cut_count; i++)
+		if (seg->cuts[i] < off)
+			seg->cuts[kept++] = seg->cuts[i];
+	tl_u64_sub_relaxed(&cuts_all, seg->cut_count - kept);
+	seg->cut_count = kept;
+}
+
 /* Where the block of a huge segment starts, for an alignment. */
 static size_t huge_offset(size_t alignment)
 {
@@ -151,6 +214,7 @@ static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
 	hp->start = (uint8_t *)seg + offset;
 	hp->capacity = hp->reserved = 1;
 	tl_uptr_store_relaxed(&hp->owner, TL_OWNER_HUGE);
+	seg->cut_count = 0;
 	set_followers(seg);
 	map_set(seg, true);
 	tl_pool_register_segment(seg);
@@ -194,6 +258,8 @@ tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep)
 	tl_assert(TL_HUGE_GUARD == 0 && keep < seg->map_size &&
 		  keep % tl_os_page_size() == 0);
 	size_t tail = seg->map_size - keep;
+	if (!cuts_room(1 + cuts_between(seg, keep, seg->map_size), 1))
+		return NULL;
 	tl_segment *rest = tl_os_map_aligned(TL_SEGMENT_HEADER + tail,
 					     TL_SEGMENT_SIZE, 0);
 	if (rest == NULL)
@@ -203,8 +269,12 @@ tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep)
 		tl_os_unmap(rest, TL_SEGMENT_HEADER + tail);
 		return NULL;
 	}
+	size_t old_size = seg->map_size;
 	tl_pool_segment_resized(seg, keep);
 	huge_init(rest, TL_SEGMENT_HEADER + tail, TL_SEGMENT_HEADER);
+	cut_add(rest, TL_SEGMENT_HEADER);
+	cuts_copy(rest, seg, keep, old_size, TL_SEGMENT_HEADER);
+	cuts_drop_from(seg, keep);
 	return rest;
 }
 
@@ -212,6 +282,8 @@ tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size)
 {
 	tl_assert(seg->slices[0].start == (uint8_t *)seg + TL_SEGMENT_HEADER &&
 		  map_size > seg->map_size);
+	if (!cuts_room(seg->cut_count + 2, 2))
+		return NULL;
 	tl_segment *to = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
 	if (to == NULL)
 		return NULL;
@@ -221,12 +293,39 @@ tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size)
 		tl_os_unmap(to, map_size);
 		return NULL;
 	}
+	/* What the new header takes over, before the old one is unmapped. */
 	uint8_t dirty = seg->slices[0].dirty;
+	size_t old_size = seg->map_size, cuts[TL_HUGE_CUTS];
+	uint32_t cut_count = seg->cut_count;
+	memcpy(cuts, seg->cuts, sizeof(cuts));
 	tl_segment_forget(seg);
+	cuts_drop_from(seg, 0);
 	tl_os_unmap(seg, TL_SEGMENT_HEADER);
 	huge_init(to, map_size, TL_SEGMENT_HEADER);
 	to->slices[0].dirty = dirty;
+	cut_add(to, TL_SEGMENT_HEADER);
+	for (uint32_t i = 0; i < cut_count; i++)
+		cut_add(to, cuts[i]);
+	cut_add(to, old_size);
 	return to;
+}
+
+bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
+			  size_t n)
+{
+	size_t at = from->map_size - n;
+	tl_assert(n % tl_os_page_size() == 0 && at >= TL_SEGMENT_HEADER &&
+		  end >= TL_SEGMENT_HEADER + n && end <= seg->map_size);
+	uint32_t moved = cuts_between(from, at, from->map_size);
+	if (!cuts_room(seg->cut_count + 2 + moved, 2) ||
+	    !tl_os_move_pages((uint8_t *)from + at, n, (uint8_t *)seg + end - n))
+		return false;
+	cut_add(seg, end - n);
+	cut_add(seg, end);
+	cuts_copy(seg, from, at, from->map_size, end - n);
+	cuts_drop_from(from, at);
+	tl_pool_segment_resized(from, at);
+	return true;
 }
 
 void tl_segment_forget(tl_segment *seg)
@@ -243,6 +342,7 @@ void tl_segment_remember(tl_segment *seg)
 
 void tl_segment_unmap(tl_segment *seg)
 {
+	cuts_drop_from(seg, 0);
 	map_set(seg, false);
 	tl_os_unmap(seg, seg->map_size);
 }

@@ -233,18 +233,27 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment);
  * Cut a huge segment (its block at TL_SEGMENT_HEADER, no guard page) to
  * its first keep bytes (a multiple of the OS page): the pages after them
  * move, resident, to a new huge segment, returned on the books as a live
- * block; NULL if the OS refuses (seg is then unchanged).
+ * block; NULL if the OS refuses, or the tail spans too many mappings (seg
+ * is then unchanged).
  */
 tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep);
 /*
  * Grow a huge segment whose block is at TL_SEGMENT_HEADER (and whose guard
  * page, if any, is open) to map_size bytes at a new place: the block's
  * pages move, resident, and the growth is fresh; seg is unmapped.  The new
- * segment, or NULL if the OS refuses (seg is then unchanged).  Unlike
- * tl_os_remap_moved, it works for a segment of two mappings, as those
- * that tl_segment_split_huge makes.
+ * segment, or NULL if the OS refuses or seg spans too many mappings (seg
+ * is then unchanged).  Unlike tl_os_remap_moved, it works for a segment
+ * of several mappings, as those cut or gathered from pieces are.
  */
 tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size);
+/*
+ * Move the last n bytes of pages (a multiple of the OS page) of the huge
+ * segment from, which nobody else touches, over the pages of seg that end
+ * at offset end; from's mapping ends n bytes sooner.  false if refused
+ * (too many mappings, or the OS): then nothing moved.
+ */
+bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
+			  size_t n);
 /* Unregister from the pool, then unmap. */
 void tl_segment_destroy(tl_segment *seg);
 /* Unmap a segment the pool already dropped. */

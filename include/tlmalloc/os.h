@@ -39,9 +39,9 @@ bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size);
 void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size);
 
 /*
- * Move size bytes of pages from the end of a mapping over the pages at to
- * (which they replace): no copy, no fault.  false if the OS refuses (then
- * nothing moved).
+ * Move size bytes of pages (one mapping or several) over the pages at to,
+ * which they replace: no copy, no fault.  false if the OS refuses: then
+ * nothing moved, and the pages at to are fresh (zero).
  */
 bool tl_os_move_pages(void *from, size_t size, void *to);
 

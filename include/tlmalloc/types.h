@@ -203,6 +203,10 @@ typedef struct tl_page {
 
 #define TL_PAGE_DESC_SHIFT 7	/* log2(sizeof(tl_page)) */
 
+/* The most mapping boundaries a huge segment may hold: at most
+ * TL_HUGE_CUTS + 1 OS mappings a huge block. */
+#define TL_HUGE_CUTS 63
+
 /*
  * A segment header.  Written under the pool lock (used_pages, links) or at
  * creation (the rest, read-only afterwards).
@@ -220,6 +224,10 @@ struct tl_segment {
 	/* pool lock: a freed huge segment kept for reuse until then */
 	struct tl_segment *cache_next;
 	uint64_t cached_until_ms;
+	/* huge: offsets inside the mapping where one OS mapping may end and
+	 * the next begin (pages moved in or out split them; segment.c) */
+	uint32_t cut_count;
+	size_t cuts[TL_HUGE_CUTS];
 };
 
 /* A list of pages (class queue, full list, pool lists). */

@@ -25,6 +25,16 @@
  *                              tail serves the next block with no mapping
  *                              (fault_map armed), and a block in such a
  *                              tail grows by realloc with its contents
+ *   huge_pieces_not_gathered   huge blocks of 3 MiB freed, then one of 8
+ *                              MiB: it is made of their pages (it holds
+ *                              their bytes, no fresh zero pages), calloc
+ *                              of such a block is zero all the same, and
+ *                              it grows by realloc with its contents
+ *   huge_mappings_unbounded    huge blocks replaced thousands of times at
+ *                              random sizes: the OS mappings of the
+ *                              process stay under the bound segment.c
+ *                              sets (pieces moved between blocks split
+ *                              them)
  *   abandoned_free_blocks_resident  a thread exits with one live block
  *                              of a medium page and many freed ones: the
  *                              freed blocks' memory goes back to the OS
@@ -323,6 +333,100 @@ static void huge_tail_not_reused(void)
 	free(c);
 }
 
+/* Free three blocks of 3 MiB, each filled with its own byte (1, 2, 3),
+ * with the huge cache empty before and kept after. */
+static void free_three_pieces(void)
+{
+	malloc_trim(0);
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	unsigned char *piece[3];
+	for (int i = 0; i < 3; i++) {
+		CHECK((piece[i] = malloc(3 << 20)) != NULL);
+		memset(piece[i], i + 1, 3 << 20);
+	}
+	for (int i = 0; i < 3; i++)
+		free(piece[i]);
+}
+
+static void huge_pieces_not_gathered(void)
+{
+	size_t n = (size_t)8 << 20, old = 0;
+	free_three_pieces();
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	for (size_t i = 0; i < n; i++)
+		old += p[i] >= 1 && p[i] <= 3;
+	/* All but what is left under a 1 MiB piece comes from the three. */
+	CHECKF(old >= n - (1 << 20), "%zu KiB of 8 MiB came from the freed "
+	       "blocks", old >> 10);
+	pattern_fill(p, n, 4);
+	unsigned char *q = realloc(p, 20 << 20);
+	CHECK(q != NULL);
+	CHECKF(pattern_find_damage(q, n, 4) == n, "grown block lost its "
+	       "contents");
+	memset(q + n, 5, (20 << 20) - n);
+	free(q);
+	free_three_pieces();
+	unsigned char *z = calloc(1, n);
+	CHECK(z != NULL);
+	for (size_t i = 0; i < n; i++)
+		CHECKF(z[i] == 0, "calloc'd byte %zu is %u", i, z[i]);
+	free(z);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
+static size_t mappings_now(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	CHECK(f != NULL);
+	size_t lines = 0;
+	for (int c; (c = fgetc(f)) != EOF;)
+		lines += c == '\n';
+	fclose(f);
+	return lines;
+}
+
+enum { CHURN_LIVE = 128, CHURN_ROUNDS = 10000 };
+
+static void huge_mappings_unbounded(void)
+{
+	static unsigned char *live[CHURN_LIVE];
+	static size_t sizes[CHURN_LIVE];
+	uint64_t rng = 12345;
+	size_t most = 0, step = (size_t)1 << 20;	/* one byte a MiB */
+	malloc_trim(0);
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	size_t before = mappings_now();
+	for (int r = 0; r < CHURN_ROUNDS; r++) {
+		unsigned k = (unsigned)(rng_next(&rng) % CHURN_LIVE);
+		free(live[k]);
+		size_t n = ((size_t)1 << 20) + rng_next(&rng) % (5 << 20);
+		CHECK((live[k] = malloc(n)) != NULL);
+		sizes[k] = n;
+		for (size_t off = 0; off < n; off += step)
+			live[k][off] = (unsigned char)(k + 1);
+		live[k][n - 1] = (unsigned char)(k + 1);
+		if (r % 100 == 0) {
+			size_t now = mappings_now();
+			most = now > most ? now : most;
+		}
+	}
+	for (unsigned k = 0; k < CHURN_LIVE; k++) {
+		for (size_t off = 0; off < sizes[k]; off += step)
+			CHECKF(live[k][off] == (unsigned char)(k + 1),
+			       "block %u lost its byte at %zu", k, off);
+		CHECK(live[k][sizes[k] - 1] == (unsigned char)(k + 1));
+		free(live[k]);
+	}
+	/* One mapping a live block and a cached one (16), 512 for the
+	 * pieces in all (segment.c), a few the program makes meanwhile.
+	 * Without that bound this run makes about 950. */
+	size_t bound = before + CHURN_LIVE + 16 + 512 + 16;
+	CHECKF(most <= bound, "%zu mappings at most (%zu before, bound %zu)",
+	       most, before, bound);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
 enum { MEDIUM_BLOCKS = 14, MEDIUM_SIZE = 64 << 10 };
 static unsigned char *medium_blocks[MEDIUM_BLOCKS];
 static uint64_t held_before_exit;
@@ -477,6 +581,8 @@ static const struct test_case cases[] = {
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 	{ "huge_tail_not_reused", huge_tail_not_reused },
+	{ "huge_pieces_not_gathered", huge_pieces_not_gathered },
+	{ "huge_mappings_unbounded", huge_mappings_unbounded },
 	{ "abandoned_free_blocks_resident", abandoned_free_blocks_resident },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
 	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
