@@ -305,6 +305,8 @@ tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 {
+	tl_assert(tl_uptr_load_relaxed(&page->owner) ==
+		  (heap->id | TL_OWNER_FULL));
 	tl_list_remove(&heap->full, page);
 	page_set_owner(page, heap, 0);
 	tl_list_push_back(&heap->queue[page->size_class], page);

@@ -43,6 +43,7 @@ void tl_page_retire_counts(tl_page *page)
 
 void tl_page_format(tl_page *page, unsigned cls)
 {
+	tl_assert(cls > 0 && cls < TL_CLASSES && page->slice_offset == 0);
 	tl_segment *seg = tl_segment_of(page->start);
 	size_t area;
 	tl_page_area(seg, page, &area);

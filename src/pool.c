@@ -130,6 +130,8 @@ static tl_page *take_free_locked(enum tl_page_kind kind)
 	tl_page *page = pool.free_pages[kind].first;
 	if (page == NULL)
 		return NULL;
+	tl_assert(page->in_pool &&
+		  tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE);
 	tl_list_remove(&pool.free_pages[kind], page);
 	page->in_pool = 0;
 	tl_segment_of(page->start)->used_pages++;

@@ -15,7 +15,7 @@
  *                     mask and shift, owner word against the thread
  *                     pointer, the checks, push on local_free; else
  *                     tl_free_slow.  In x86-64 asm by default (TL_FREE_ASM),
- *                     each step below its C meaning
+ *                     each asm step preceded by its C meaning
  *   tl_heap_malloc,   the same for a heap given by pointer (the lock
  *   tl_heap_free      baseline's shared heap, ts.c)
  *
