@@ -20,8 +20,9 @@
 # another release).
 set -u
 
-# clang (with its libFuzzer runtime, below) builds the fuzz harness.
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang"}
+# clang (with its libFuzzer runtime, below) builds the fuzz harness;
+# binutils' nm and objdump count the fast paths' instructions (test/fastpath).
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

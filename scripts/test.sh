@@ -2,7 +2,8 @@
 # test.sh: the README's test command.  Installs what a fresh Debian/Ubuntu
 # machine lacks (scripts/install-deps.sh --no-peers), builds tlmalloc, its
 # tests and the workloads in build/ (Release), and runs the whole suite
-# with ctest.  Extra arguments go to ctest (e.g. -R preload, -L stress).
+# with ctest (with the ASan and UBSan variant, TLMALLOC_SANITIZE).  Extra
+# arguments go to ctest (e.g. -R preload, -L stress).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,7 @@ generator=()
 if [ ! -f build/CMakeCache.txt ] && command -v ninja >/dev/null 2>&1; then
 	generator=(-G Ninja)
 fi
-cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+	-DTLMALLOC_SANITIZE=ON
 cmake --build build
 ctest --test-dir build --output-on-failure --timeout 600 "$@"

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 
 void *tl_malloc_generic(tl_heap *heap, size_t size)
 {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "tlmalloc.h"
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 #include "tlmalloc/os.h"
 
 #define TL_STR2(x) #x

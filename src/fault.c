@@ -8,7 +8,7 @@
  * the kernel places new mappings below the last, or an object loaded with
  * dlopen after start-up (segment.c shadows those loaded before).  The read
  * faults.  It is one instruction wherever free is inlined, whose address
- * is recorded in the section tl_free_probes, with p in rdi (internal.h,
+ * is recorded in the section tl_free_probes, with p in rdi (fastpath.h,
  * tl_page_owner_probe).
  *
  * At start-up (option catch_foreign, on by default) a SIGSEGV handler is
@@ -23,14 +23,14 @@
  * allocators) installs and chains its handler the same way.
  */
 #define _GNU_SOURCE	/* REG_RIP, REG_RDI */
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 #if TL_FREE_PROBES
 #include <ucontext.h>
 
-/* The linker's bounds of the probes' section (offsets, see internal.h). */
+/* The linker's bounds of the probes' section (offsets, see fastpath.h). */
 extern const int32_t __start_tl_free_probes[]
 	__attribute__((visibility("hidden")));
 extern const int32_t __stop_tl_free_probes[]

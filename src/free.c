@@ -21,7 +21,7 @@
  * mark needs no confirmation there: user data matches it once in 2^64).
  * The secure build also fills freed blocks.
  */
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 #if TL_SECURE
 #include <string.h>
 

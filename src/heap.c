@@ -132,6 +132,7 @@ static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
 /* An empty page leaves its heap: into the cache, or back to the pool. */
 static void heap_retire(tl_heap *heap, tl_page *page)
 {
+	tl_assert(page->avail == page->capacity && page->local_free == NULL);
 	heap->pages_owned--;
 	tl_page_retire_counts(page);	/* the statistics skip unowned pages */
 	if (heap->empty_count < TL_HEAP_EMPTY_CACHE) {
@@ -164,6 +165,7 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 		page_set_owner(page, heap, TL_OWNER_FULL);
 	}
 	heap_set_direct(heap, cls);
+	tl_assert_internal(page == NULL || tl_page_check(page, heap->id, false));
 	return page;
 }
 
@@ -174,6 +176,7 @@ static void heap_unfull_freed(tl_heap *heap, tl_page *page)
 	tl_page_collect(page);
 	tl_list_remove(&heap->full, page);
 	page_set_owner(page, heap, 0);
+	tl_assert_internal(tl_page_check(page, heap->id, true));
 	tl_page_list *q = &heap->queue[page->size_class];
 	if (page->avail == page->capacity && q->first != NULL) {
 		heap_retire(heap, page);
@@ -263,6 +266,8 @@ static void young_grow_up(tl_heap *heap, unsigned g)
 
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 {
+	tl_assert(cls > 0 && cls < TL_CLASSES);
+	tl_assert_expensive(tl_heap_check(heap));
 	if (class_is_young(heap, cls)) {
 		unsigned g = young_group(cls);
 		if (young_fits(heap, g))
@@ -300,6 +305,8 @@ tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 {
+	tl_assert(tl_uptr_load_relaxed(&page->owner) ==
+		  (heap->id | TL_OWNER_FULL));
 	tl_list_remove(&heap->full, page);
 	page_set_owner(page, heap, 0);
 	tl_list_push_back(&heap->queue[page->size_class], page);
@@ -361,10 +368,12 @@ void tl_heap_collect_all(tl_heap *heap, bool release)
 	heap_sweep(heap);
 	if (release)
 		heap_release_cached(heap);
+	tl_assert_expensive(tl_heap_check(heap));
 }
 
 void tl_heap_destroy(tl_heap *heap)
 {
+	tl_assert_expensive(tl_heap_check(heap));
 	/* First: a malloc from here on (the pool may start the purger) must
 	 * not pop from the pages being handed back. */
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
@@ -396,3 +405,73 @@ tl_heap *tl_heap_get_or_create(void)
 	tl_thread_register(heap);
 	return heap;
 }
+
+#if TL_DEBUG > 0
+/* Pages a list may hold at most: every page of a 128 TiB address space. */
+#define TL_LIST_MAX ((size_t)1 << 31)
+
+/* Whether a list's links agree both ways and end where it says. */
+static bool list_linked(const tl_page_list *l)
+{
+	const tl_page *prev = NULL;
+	size_t n = 0;
+	for (const tl_page *p = l->first; p != NULL; prev = p, p = p->next)
+		if (p->prev != prev || ++n > TL_LIST_MAX)
+			return false;
+	return l->last == prev;
+}
+
+/* What is wrong with heap's lists and counts, or NULL. */
+static const char *heap_broken(const tl_heap *heap)
+{
+	uint32_t owned = 0, cached = 0;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		const tl_page_list *q = &heap->queue[cls];
+		if (!list_linked(q))
+			return "a class queue's links are broken";
+		for (const tl_page *p = q->first; p != NULL; p = p->next) {
+			if (p->size_class != cls)
+				return "a page in the queue of another class";
+			tl_page_check(p, heap->id, p != q->first);
+			owned++;
+		}
+	}
+	if (!list_linked(&heap->full))
+		return "the full list's links are broken";
+	for (const tl_page *p = heap->full.first; p != NULL; p = p->next) {
+		tl_page_check(p, heap->id | TL_OWNER_FULL, true);
+		owned++;
+	}
+	if (!list_linked(&heap->empty))
+		return "the empty cache's links are broken";
+	for (const tl_page *p = heap->empty.first; p != NULL; p = p->next) {
+		tl_page_check(p, TL_OWNER_FREE, true);
+		if (p->avail != p->capacity)
+			return "a cached empty page has live blocks";
+		cached++;
+	}
+	if (owned != heap->pages_owned)
+		return "pages_owned is not the pages in its lists";
+	if (cached != heap->empty_count)
+		return "empty_count is not the pages in its cache";
+	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++) {
+		unsigned cls = tl_size_to_class((size_t)i * 16);
+		if (class_is_young(heap, cls))
+			cls = young_top(young_group(cls));
+		const tl_page *head = heap->queue[cls].first;
+		if (heap->direct[i] != (head != NULL ? head : &tl_page_empty))
+			return "a direct slot is not its queue's head";
+	}
+	return NULL;
+}
+
+bool tl_heap_check(const tl_heap *heap)
+{
+	if (!tl_heap_is_thread_heap(heap))
+		return true;	/* no pages, no table */
+	const char *bad = heap_broken(heap);
+	if (bad != NULL)
+		tl_fatal("tl_heap_check", heap, bad);
+	return true;
+}
+#endif

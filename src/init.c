@@ -144,11 +144,10 @@ void tl_purger_start(void)
 	errno = saved;
 }
 
-#if defined(TL_DEBUG) && TL_DEBUG > 0
-void tl_assert_fail(const char *expr, const char *file, int line)
+#if TL_DEBUG > 0
+void tl_assert_fail(const char *func, const char *what)
 {
-	(void)line;
-	tl_fatal(file, NULL, expr);
+	tl_fatal(func, NULL, what);
 }
 #endif
 

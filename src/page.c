@@ -43,6 +43,7 @@ void tl_page_retire_counts(tl_page *page)
 
 void tl_page_format(tl_page *page, unsigned cls)
 {
+	tl_assert(cls > 0 && cls < TL_CLASSES && page->slice_offset == 0);
 	tl_segment *seg = tl_segment_of(page->start);
 	size_t area;
 	tl_page_area(seg, page, &area);
@@ -255,3 +256,93 @@ void tl_page_count_avail(tl_page *page)
 {
 	tl_page_set_avail(page, (uint32_t)list_length(page, page->free));
 }
+
+#if TL_DEBUG > 0
+/* Most blocks a page can hold: a small page of 16-byte blocks. */
+#define TL_PAGE_MAX_BLOCKS (TL_SLICE_SIZE / TL_MIN_ALIGN)
+
+/* Which list a block was met on, by tl_page_check's walk (0: none yet). */
+enum { ON_FREE = 1, ON_LOCAL, ON_THREAD };
+
+/*
+ * Walk one free list of page, marking each block in seen with list;
+ * returns what is wrong, or NULL.  A block met twice on the same list is
+ * a loop; met on another list, a block on two lists.
+ */
+static const char *check_list(const tl_page *page, const tl_block *b,
+			      uint8_t list, uint8_t *seen, uint32_t *count)
+{
+	*count = 0;
+	for (; b != NULL; b = tl_link_decode(page, b, b->next)) {
+		if (!tl_block_in_page(page, b))
+			return "a free list leaves the carved part";
+		size_t i = (size_t)((const uint8_t *)b - page->start) /
+			   page->block_size;
+		if (seen[i] == list)
+			return "a free list loops";
+		if (seen[i] != 0)
+			return "a block is on two free lists";
+		seen[i] = list;
+		(*count)++;
+#if TL_CHECKS
+		if (b->mark != tl_free_mark(page, b))
+			return "a free block lacks its free mark";
+#endif
+	}
+	return NULL;
+}
+
+static const char *page_broken(const tl_page *page, uintptr_t owner,
+			       bool counted)
+{
+	if (tl_uptr_load_relaxed(&page->owner) != owner)
+		return "owner word is not its list's";
+	if (page->slice_offset != 0)
+		return "a follower slice in a page list";
+	unsigned cls = page->size_class;
+	if (cls == 0 || cls >= TL_CLASSES)
+		return "a listed page without a size class";
+	uint8_t kind = tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
+							  : TL_PAGE_MEDIUM;
+	size_t area;
+	tl_page_area(tl_segment_of(page->start), page, &area);
+	uint32_t bs = page->block_size;
+	if (page->kind != kind || bs != tl_class_size[cls] ||
+	    page->reserved != area / bs ||
+	    page->slice_magic != tl_slice_magic(bs) ||
+	    page->div_magic != UINT64_MAX / bs + 1)
+		return "format disagrees with its size class";
+	if (page->capacity > page->reserved ||
+	    page->reserved > TL_PAGE_MAX_BLOCKS)
+		return "capacity beyond the page";
+	if (page->avail > page->capacity)
+		return "avail beyond capacity";
+
+	uint8_t seen[TL_PAGE_MAX_BLOCKS] = { 0 };
+	uint32_t nfree, nlocal, nthread;
+	const char *bad;
+	if ((bad = check_list(page, page->free, ON_FREE, seen, &nfree)) ||
+	    (bad = check_list(page, page->local_free, ON_LOCAL, seen, &nlocal)))
+		return bad;
+	uintptr_t w = tl_uptr_load_acquire(&page->thread_free);
+	if ((bad = check_list(page, tl_remote_list(w), ON_THREAD, seen,
+			      &nthread)))
+		return bad;
+	/* the count wraps at 2^16 (tl_remote_count) */
+	if ((nthread & 0xffff) != tl_remote_count(w))
+		return "thread_free's count is not its list's length";
+	if (counted && page->avail != nfree)
+		return "avail is not the length of free";
+	if ((owner & TL_OWNER_FULL) && (nfree != 0 || nlocal != 0))
+		return "a page flagged full has free blocks";
+	return NULL;
+}
+
+bool tl_page_check(const tl_page *page, uintptr_t owner, bool counted)
+{
+	const char *bad = page_broken(page, owner, counted);
+	if (bad != NULL)
+		tl_fatal("tl_page_check", page, bad);
+	return true;
+}
+#endif

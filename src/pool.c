@@ -130,6 +130,8 @@ static tl_page *take_free_locked(enum tl_page_kind kind)
 	tl_page *page = pool.free_pages[kind].first;
 	if (page == NULL)
 		return NULL;
+	tl_assert(page->in_pool &&
+		  tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE);
 	tl_list_remove(&pool.free_pages[kind], page);
 	page->in_pool = 0;
 	tl_segment_of(page->start)->used_pages++;
@@ -153,11 +155,14 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 			__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
 			/* under the lock: owner ABANDONED means "on the list" */
 			tl_uptr_store_release(&page->owner, heap->id);
+			tl_assert_expensive(tl_pool_check_locked());
 			tl_lock_release(&pool.lock);
 			tl_page_collect(page);
+			tl_assert_internal(tl_page_check(page, heap->id, true));
 			return page;
 		}
 		page = take_free_locked(kind);
+		tl_assert_expensive(tl_pool_check_locked());
 		tl_lock_release(&pool.lock);
 		if (page != NULL)
 			break;
@@ -175,6 +180,7 @@ void tl_pool_give_page(tl_page *page)
 	tl_segment *seg = tl_segment_of(page->start);
 	uint64_t now = tl_os_now_ms();
 	bool due;
+	tl_assert(!page->in_pool && seg->used_pages > 0);
 	tl_page_retire_counts(page);
 	if (page->capacity > 0)
 		page->dirty = 1;
@@ -192,6 +198,7 @@ void tl_pool_give_page(tl_page *page)
 	}
 	due = now >= pool.next_purge_ms;
 	bool wake = pool.threaded && pool.next_purge_ms != UINT64_MAX;
+	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&pool.lock);
 	if (due)
 		tl_pool_purge(false);
@@ -339,6 +346,7 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	 * pass then finds the pages empty and takes them back. */
 	note_purge_at_locked(when);
 	bool wake = pool.threaded;
+	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&pool.lock);
 	if (wake)
 		tl_purger_wake();
@@ -436,8 +444,9 @@ static void adopt_orphans_locked(void)
 	if (tl_likely(!pool.orphans))
 		return;
 	pool.orphans = false;
-	for_each_page_locked(adopt_orphan_locked, tl_os_now_ms());
-	note_purge_at_locked(tl_os_now_ms());
+	uint64_t now = tl_os_now_ms();
+	for_each_page_locked(adopt_orphan_locked, now);
+	note_purge_at_locked(now);
 }
 
 tl_heap *tl_pool_heap_alloc(void)
@@ -546,6 +555,7 @@ bool tl_pool_purge(bool force)
 		}
 	}
 	pool.next_purge_ms = earliest;
+	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&pool.lock);
 
 	bool released = unmap != NULL || todo != NULL;
@@ -574,6 +584,7 @@ bool tl_pool_purge(bool force)
 		tl_segment_of(page->start)->used_pages--;
 		tl_list_push_back(&pool.free_pages[page->kind], page);
 	}
+	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&pool.lock);
 	return released;
 }
@@ -700,3 +711,137 @@ void tl_pool_fork_child(void)
 	pool.heaps_live = pool.heaps_live > 0 ? 1 : 0;
 	for_each_page_locked(orphan_page, tl_thread_id());
 }
+
+#if TL_DEBUG > 0
+/* Whether a list's links agree both ways and end where it says (a cycle
+ * meets a page whose prev is not the page before it). */
+static bool list_linked(const tl_page_list *l)
+{
+	const tl_page *prev = NULL;
+	for (const tl_page *p = l->first; p != NULL; prev = p, p = p->next)
+		if (p->prev != prev)
+			return false;
+	return l->last == prev;
+}
+
+/* The segment list and what the pool counts of it. */
+static const char *segments_broken(uint64_t *in_pool)
+{
+	const tl_segment *prev = NULL;
+	uint64_t count = 0;
+	size_t mapped = 0;
+	*in_pool = 0;
+	for (const tl_segment *seg = pool.segments; seg != NULL;
+	     prev = seg, seg = seg->next) {
+		if (seg->prev != prev || ++count > pool.segment_count)
+			return "the segment list's links or count are wrong";
+		mapped += seg->map_size;
+		if (seg->kind == TL_PAGE_HUGE)
+			continue;
+		uint32_t used = 0;
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			const tl_page *page = tl_segment_page(seg, i);
+			if (page_area_size(page) == 0)
+				continue;
+			if (page->in_pool)
+				(*in_pool)++;
+			else
+				used++;
+		}
+		if (used != seg->used_pages)
+			return "a segment's used_pages is not its pages out of "
+			       "the pool";
+	}
+	if (count != pool.segment_count || count > pool.segments_peak)
+		return "segment_count is not the segment list's length";
+	if (mapped != pool.mapped || mapped > pool.mapped_peak)
+		return "mapped is not the segments' bytes";
+	return NULL;
+}
+
+static const char *free_pages_broken(uint64_t in_pool)
+{
+	uint64_t listed = 0;
+	for (int kind = 0; kind < 2; kind++) {
+		if (!list_linked(&pool.free_pages[kind]))
+			return "a free page list's links are broken";
+		for (const tl_page *p = pool.free_pages[kind].first; p != NULL;
+		     p = p->next, listed++) {
+			if (!p->in_pool || p->slice_offset != 0 ||
+			    p->kind != kind ||
+			    tl_segment_of(p->start)->kind != (uint32_t)kind)
+				return "a free page list holds a page not "
+				       "free, or of another kind";
+			if (tl_uptr_load_relaxed(&p->owner) != TL_OWNER_FREE)
+				return "a free page has an owner";
+			if (p->dirty && p->purge_at_ms < pool.next_purge_ms)
+				return "a dirty free page is due before the "
+				       "next purge";
+		}
+	}
+	if (listed != in_pool)
+		return "pages flagged in_pool are not the free lists' pages";
+	return NULL;
+}
+
+static const char *abandoned_broken(void)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		if (!list_linked(&pool.abandoned[cls]))
+			return "an abandoned list's links are broken";
+		for (const tl_page *p = pool.abandoned[cls].first; p != NULL;
+		     p = p->next) {
+			if (p->in_pool || p->size_class != cls)
+				return "an abandoned list holds a free page, "
+				       "or one of another class";
+			tl_page_check(p, TL_OWNER_ABANDONED, true);
+		}
+	}
+	return NULL;
+}
+
+static const char *huge_cache_broken(void)
+{
+	size_t bytes = 0;
+	uint32_t count = 0;
+	for (const tl_segment *seg = pool.huge_cache; seg != NULL;
+	     seg = seg->cache_next) {
+		if (++count > pool.huge_count)
+			return "the huge cache is longer than huge_count";
+		if (seg->kind != TL_PAGE_HUGE || seg->used_pages != 0 ||
+		    tl_uptr_load_relaxed(&seg->slices[0].owner) !=
+			    TL_OWNER_FREE)
+			return "the huge cache holds a live segment";
+		if (seg->cached_until_ms < pool.next_purge_ms)
+			return "a cached huge segment is due before the next "
+			       "purge";
+		bytes += seg->map_size;
+	}
+	if (count != pool.huge_count || bytes != pool.huge_cached)
+		return "huge_count or huge_cached is not the cache's";
+	return NULL;
+}
+
+bool tl_pool_check_locked(void)
+{
+	uint64_t in_pool;
+	const char *bad;
+	if (tl_u32_load_relaxed(&pool.lock.state) == 0)
+		bad = "the pool lock is not held";
+	else if ((bad = segments_broken(&in_pool)) == NULL &&
+		 (bad = free_pages_broken(in_pool)) == NULL &&
+		 (bad = abandoned_broken()) == NULL)
+		bad = huge_cache_broken();
+	if (bad != NULL)
+		tl_fatal("tl_pool_check_locked", &pool, bad);
+	return true;
+}
+
+bool tl_pool_check(void)
+{
+	tl_lock_acquire(&pool.lock);
+	tl_pool_check_locked();
+	tl_lock_release(&pool.lock);
+	return true;
+}
+#endif

@@ -13,7 +13,7 @@
  * free that the shared heap collects, under its lock, when it runs dry.
  */
 #include "ts_malloc.h"
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 
 static tl_lock ts_lock = TL_LOCK_INIT;
 static tl_heap ts_heap;

@@ -1,12 +1,8 @@
 /*
- * internal.h - what the modules of src/ call of each other, and the inline
- * fast paths of malloc and free.
- *
- * The fast paths take no lock and do no atomic read-modify-write: malloc
- * pops the first block of the heap's page for the size, free pushes a block
- * on its page's local list when the caller's heap owns the page.  Anything
- * else (empty list, other owner, full page, large block) goes to one
- * noinline generic function.
+ * internal.h - what the modules of src/ call of each other: the page
+ * lists, the blocks and their links, and each module's functions.  The
+ * inline fast paths of malloc and free, built on these, are in fastpath.h;
+ * the debug build's assertions and invariant checkers are here too.
  */
 #ifndef TLMALLOC_INTERNAL_H
 #define TLMALLOC_INTERNAL_H
@@ -21,12 +17,42 @@
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
 
-#if defined(TL_DEBUG) && TL_DEBUG > 0
-void tl_assert_fail(const char *expr, const char *file, int line);
+/*
+ * Assertions, tiered by the debug level TL_DEBUG (0, the default and every
+ * installed library: none of them; libtlmalloc-debug: 3):
+ *   tl_assert(x)            1  cheap: O(1) preconditions, in a function's
+ *                              first lines (a list entry is in its list,
+ *                              a page given back is owned, ...)
+ *   tl_assert_internal(x)   2  one object's invariants where it changes:
+ *                              tl_page_check of a page after a collect,
+ *                              O(its blocks)
+ *   tl_assert_expensive(x)  3  whole structures on the slow paths:
+ *                              tl_heap_check, tl_pool_check_locked
+ * A failed assertion aborts with one line, "tlmalloc: FUNCTION(0x0):
+ * assertion failed: x"; the checkers abort with their own line naming the
+ * invariant and the page, heap or pool broken, and return true otherwise,
+ * so they sit inside the assertions.
+ */
+#ifndef TL_DEBUG
+#define TL_DEBUG 0
+#endif
+#if TL_DEBUG > 0
+__attribute__((noreturn)) void tl_assert_fail(const char *func,
+					      const char *what) TL_NOINLINE;
 #define tl_assert(x) \
-	((x) ? (void)0 : tl_assert_fail(#x, __FILE__, __LINE__))
+	((x) ? (void)0 : tl_assert_fail(__func__, "assertion failed: " #x))
 #else
 #define tl_assert(x) ((void)0)
+#endif
+#if TL_DEBUG > 1
+#define tl_assert_internal(x) tl_assert(x)
+#else
+#define tl_assert_internal(x) ((void)0)
+#endif
+#if TL_DEBUG > 2
+#define tl_assert_expensive(x) tl_assert(x)
+#else
+#define tl_assert_expensive(x) ((void)0)
 #endif
 
 /*
@@ -65,6 +91,8 @@ static inline void tl_list_push_back(tl_page_list *l, tl_page *p)
 
 static inline void tl_list_remove(tl_page_list *l, tl_page *p)
 {
+	tl_assert((p->prev != NULL ? p->prev->next : l->first) == p);
+	tl_assert((p->next != NULL ? p->next->prev : l->last) == p);
 	if (p->prev != NULL)
 		p->prev->next = p->next;
 	else
@@ -334,6 +362,44 @@ void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
 void tl_pool_fork_child(void);
 
+#if TL_DEBUG > 0
+/*
+ * The invariants of types.h as code (debug builds only).  Each returns
+ * true, or aborts with "tlmalloc: tl_X_check(0xADDRESS): what is broken".
+ *
+ * tl_page_check (page.c): a page some heap owns, caches or abandoned.  Its
+ * owner word is owner; it is a leader, formatted for its class (block
+ * size, reserved, magics); free, local_free and thread_free are acyclic,
+ * hold only block starts of the carved part, no block twice, every block
+ * marked free (TL_CHECKS); thread_free's count is its list's length; avail
+ * <= capacity, and when counted (not a queue head, see tl_page) avail is
+ * the length of free; a full page has nothing in free and local_free.
+ * The caller owns the page (or holds the pool lock for an abandoned one).
+ */
+bool tl_page_check(const tl_page *page, uintptr_t owner, bool counted);
+/*
+ * tl_heap_check (heap.c): the heap's lists are well linked; every page in
+ * them is in exactly one (owner word, class and list agree: queue[c]
+ * holds pages of class c owned by the heap, full those flagged full,
+ * empty those owned by none) and passes tl_page_check; pages_owned and
+ * empty_count count them; each direct slot points at its class's queue
+ * head (a young group's: its top class's), or the empty page.  Its thread.
+ */
+bool tl_heap_check(const tl_heap *heap);
+/*
+ * tl_pool_check_locked (pool.c): the caller holds the pool lock; the
+ * segment list is well linked and its count and bytes are the pool's; each
+ * free page list holds free leaders of its kind, flagged in_pool, as many
+ * as the segments say; each segment's used_pages counts its pages out of
+ * the pool; each abandoned list holds abandoned pages of its class that
+ * pass tl_page_check; the huge cache's count and bytes are its list's; no
+ * dirty free page or cached segment is due before the next purge.
+ * tl_pool_check takes the lock around it.
+ */
+bool tl_pool_check_locked(void);
+bool tl_pool_check(void);
+#endif
+
 /* ---- the shared heap behind one lock (ts.c) ---- */
 /* The owner id of the shared heap's pages. */
 uintptr_t tl_shared_heap_id(void);
@@ -524,7 +590,7 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #endif
 }
 
-/* ---- the fast paths ---- */
+/* ---- ordering and the thread pointer ---- */
 
 /*
  * No code: the stores before it stay before the stores after it, so an
@@ -534,76 +600,6 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 static inline void tl_fork_order(void)
 {
 	__asm__ volatile("" ::: "memory");
-}
-
-/*
- * owner is written by other threads (atomically) only to values that are
- * never the reader's heap, so the fast path may read it plainly and compare
- * in one instruction; ThreadSanitizer builds read it atomically.
- */
-static inline uintptr_t tl_page_owner_fast(const tl_page *page)
-{
-#if defined(__SANITIZE_THREAD__)
-	return tl_uptr_load_relaxed(&page->owner);
-#else
-	return *(const uintptr_t *)&page->owner;
-#endif
-}
-
-/*
- * Free's first read at a pointer's would-be descriptor, the owner word, is
- * a probe: the instruction's address goes into the section tl_free_probes
- * (as an offset from the entry, so the section needs no relocation) and
- * the pointer is in rdi while it runs.  A fault there is a free of a
- * pointer whose 4 MiB-aligned base is unmapped, which fault.c reports.
- * x86-64 only; elsewhere, and under ThreadSanitizer, the read is plain.
- */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-#define TL_FREE_PROBES 1
-#define TL_FREE_PROBE_RECORD \
-		".pushsection tl_free_probes,\"a\"\n\t" \
-		".balign 4\n\t" \
-		".long 1b - .\n\t" \
-		".popsection\n\t"
-#else
-#define TL_FREE_PROBES 0
-#endif
-
-/* page's owner word, read as free's probe of p (see above). */
-static inline uintptr_t tl_page_owner_probe(const tl_page *page, const void *p)
-{
-#if TL_FREE_PROBES
-	uintptr_t owner;
-	__asm__("1:\n\t"
-		"mov %1, %0\n\t"
-		TL_FREE_PROBE_RECORD
-		: "=r"(owner)
-		: "m"(*(const uintptr_t *)&page->owner), "D"(p));
-	return owner;
-#else
-	(void)p;
-	return tl_page_owner_fast(page);
-#endif
-}
-
-static inline tl_block *tl_page_pop(tl_page *page)
-{
-	tl_block *block = page->free;
-	if (tl_likely(block != NULL)) {
-		page->free = tl_link_decode(page, block, block->next);
-		tl_block_taken(page, block);
-	}
-	return block;
-}
-
-static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
-{
-	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_block *block = tl_page_pop(heap->direct[(size + 15) >> 4]);
-		if (tl_likely(block != NULL))
-			return block;
-	}
-	return tl_malloc_generic(heap, size);
 }
 
 /* The thread pointer: the calling thread's heap id. */
@@ -619,197 +615,5 @@ static inline uintptr_t tl_thread_id(void)
 	return (uintptr_t)__builtin_thread_pointer();
 #endif
 }
-
-/*
- * Pop a block of a heap's current page for its size: from free, or when
- * free ran dry, from the owner's frees swapped in; NULL when both are empty
- * (tl_malloc_local below does the same for the direct table's sizes).
- */
-static inline tl_block *tl_page_pop_or_swap(tl_page *page)
-{
-	tl_block *block = page->free;
-	if (tl_unlikely(block == NULL)) {
-		block = page->local_free;
-		if (tl_unlikely(block == NULL))
-			return NULL;
-		page->local_free = NULL;
-		tl_fork_order();
-	}
-	page->free = tl_link_decode(page, block, block->next);
-	tl_block_taken(page, block);
-	return block;
-}
-
-/*
- * The calling thread's malloc: its direct table sits in TLS.  When the
- * page's free list is dry, its own frees usually wait in local_free: take
- * them here, so a hot page cycles without leaving the inline path.
- */
-static inline void *tl_malloc_local(size_t size)
-{
-	/* tl_page_pop_or_swap's steps, written out: through it, compilers
-	 * spend a register move more on this path. */
-	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_page *page = tl_direct_local[(size + 15) >> 4];
-		tl_block *block = page->free;
-		if (tl_likely(block != NULL)) {
-			page->free = tl_link_decode(page, block, block->next);
-			tl_block_taken(page, block);
-			return block;
-		}
-		block = page->local_free;
-		if (tl_likely(block != NULL)) {
-			page->local_free = NULL;
-			tl_fork_order();
-			page->free = tl_link_decode(page, block, block->next);
-			tl_block_taken(page, block);
-			return block;
-		}
-	}
-	return tl_malloc_slow(size);
-}
-
-/*
- * Whether a block freed into a page its caller owns passes the fast path's
- * checks: it starts a block (its offset in its slice, which is the page's
- * first for every page the fast path reaches, is a multiple of the block
- * size: tl_page.slice_magic) and does not carry the free mark.  The secure
- * build checks every free in full (free.c), the fast variant none.
- */
-static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
-				   uintptr_t mark)
-{
-#if TL_SECURE
-	(void)page;
-	(void)block;
-	(void)mark;
-	return false;
-#elif !TL_CHECKS
-	(void)page;
-	(void)block;
-	(void)mark;
-	return true;
-#else
-	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
-	return tl_slice_offset_starts(off, page->slice_magic) &&
-	       block->mark != mark;
-#endif
-}
-
-/* Push a checked block on the local_free of a page the caller owns. */
-static inline void tl_page_push_local(tl_page *page, tl_block *block,
-				      uintptr_t mark)
-{
-	block->next = tl_link_encode(page, block, page->local_free);
-#if TL_CHECKS
-	block->mark = mark;
-#else
-	(void)mark;
-#endif
-	tl_fork_order();
-	page->local_free = block;
-}
-
-static inline void tl_heap_free(tl_heap *heap, void *p)
-{
-	if (tl_unlikely(p == NULL))
-		return;
-	tl_page *page = tl_slice_of(tl_segment_of(p), p);
-	if (tl_likely(tl_page_owner_probe(page, p) == heap->id)) {
-		uintptr_t mark = tl_free_mark(page, p);
-		if (tl_likely(tl_free_fast_ok(page, p, mark))) {
-			tl_page_push_local(page, p, mark);
-			return;
-		}
-	}
-	tl_free_generic(heap, page, p);
-}
-
-/*
- * The calling thread's free: compares with the thread pointer.  NULL needs
- * no test of its own: (NULL - 1) rounded down to a segment is negative, as
- * is every address outside user space, and the sign falls out of the mask.
- * Then the two checks of tl_free_fast_ok; anything else (another owner, a
- * flag, a failed check) goes to the generic path, which decides.
- *
- * On x86-64 the same steps are written out, because compilers put the
- * slice's address in a register of its own, one instruction more than
- * addressing segment + index each time: 20 instructions in all (13 in the
- * fast variant, TL_CHECKS=0).  The C version below is the definition; the
- * ThreadSanitizer build, the secure build and other machines use it, and
- * the test suite runs both.
- */
-#if defined(__x86_64__) && defined(__GNUC__) && \
-	!defined(__SANITIZE_THREAD__) && !TL_SECURE
-#if TL_CHECKS
-#define TL_FREE_CHECKS_X86 \
-		"movzwl %w0, %%ecx\n\t"		/* offset in the slice */ \
-		"imul %c[magic](%%rax,%%rdx), %%ecx\n\t" \
-		"cmp %c[magic](%%rax,%%rdx), %%ecx\n\t" \
-		"jae %l[slow]\n\t"			/* not a block's start */ \
-		"cmp %%rax, 8(%0)\n\t" \
-		"je %l[slow]\n\t"			/* marked free already */
-#define TL_FREE_MARK_X86 \
-		"mov %%rax, 8(%0)\n\t"		/* block->mark = segment */
-#else
-#define TL_FREE_CHECKS_X86
-#define TL_FREE_MARK_X86
-#endif
-static inline void tl_free_local(void *p)
-{
-	__asm__ goto(
-		"lea -1(%0), %%rax\n\t"
-		"and %[segmask], %%rax\n\t"		/* segment, sign: NULL */
-		"js %l[slow]\n\t"
-		"mov %0, %%rdx\n\t"
-		"shr %[shift], %%rdx\n\t"
-		"and %[index], %%edx\n\t"		/* slice * 128 */
-		"1:\n\t"
-		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"	/* the probe */
-		TL_FREE_PROBE_RECORD
-		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
-		"jne %l[slow]\n\t"
-		TL_FREE_CHECKS_X86
-		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
-		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */
-		TL_FREE_MARK_X86
-		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
-		:
-		: "D"(p),
-		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
-		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
-		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
-		  [owner] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, owner)),
-		  [magic] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, slice_magic)),
-		  [local] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, local_free))
-		: "rax", "rcx", "rdx", "memory", "cc"
-		: slow);
-	return;
-slow:
-	tl_free_slow(p);
-}
-#else
-static inline void tl_free_local(void *p)
-{
-	tl_segment *seg = tl_segment_of(p);
-	if (tl_unlikely((intptr_t)seg < 0)) {
-		tl_free_slow(p);
-		return;
-	}
-	tl_page *page = tl_slice_of(seg, p);
-	if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id())) {
-		uintptr_t mark = tl_free_mark(page, p);
-		if (tl_likely(tl_free_fast_ok(page, p, mark)))
-			tl_page_push_local(page, p, mark);
-		else
-			tl_free_owned(page, p);
-		return;
-	}
-	tl_free_slow(p);
-}
-#endif
 
 #endif /* TLMALLOC_INTERNAL_H */

@@ -1,0 +1,330 @@
+/*
+ * fastpath.h - the inline fast paths of malloc and free, and what they are
+ * made of.
+ *
+ * The fast paths take no lock and do no atomic read-modify-write: malloc
+ * pops the first block of the heap's page for the size, free pushes a block
+ * on its page's local list when the caller's heap owns the page.  Anything
+ * else (empty list, other owner, full page, large block, a failed check)
+ * goes to one noinline generic function (alloc.c, free.c).
+ *
+ *   tl_malloc_local   the calling thread's malloc: the direct table in TLS,
+ *                     pop free, else swap in local_free and pop; else
+ *                     tl_malloc_slow
+ *   tl_free_local     the calling thread's free: segment and slice of p by
+ *                     mask and shift, owner word against the thread
+ *                     pointer, the checks, push on local_free; else
+ *                     tl_free_slow.  In x86-64 asm by default (TL_FREE_ASM),
+ *                     each asm step preceded by its C meaning
+ *   tl_heap_malloc,   the same for a heap given by pointer (the lock
+ *   tl_heap_free      baseline's shared heap, ts.c)
+ *
+ * How many instructions each takes is measured, not written here: the
+ * disassembly of the built libraries, counted by test/fastpath against
+ * test/fastpath/budget.txt (the one place those numbers live).
+ *
+ * Included by the files that run a fast path or one of its steps: api.c,
+ * alloc.c, free.c, fault.c (the probe), ts.c.
+ */
+#ifndef TLMALLOC_FASTPATH_H
+#define TLMALLOC_FASTPATH_H
+
+#include "tlmalloc/internal.h"
+
+/*
+ * owner is written by other threads (atomically) only to values that are
+ * never the reader's heap, so the fast path may read it plainly and compare
+ * in one instruction; ThreadSanitizer builds read it atomically.
+ */
+static inline uintptr_t tl_page_owner_fast(const tl_page *page)
+{
+#if defined(__SANITIZE_THREAD__)
+	return tl_uptr_load_relaxed(&page->owner);
+#else
+	return *(const uintptr_t *)&page->owner;
+#endif
+}
+
+/*
+ * Free's first read at a pointer's would-be descriptor, the owner word, is
+ * a probe: the instruction's address goes into the section tl_free_probes
+ * (as an offset from the entry, so the section needs no relocation) and
+ * the pointer is in rdi while it runs.  A fault there is a free of a
+ * pointer whose 4 MiB-aligned base is unmapped, which fault.c reports.
+ * x86-64 only; elsewhere, and under ThreadSanitizer, the read is plain.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TL_FREE_PROBES 1
+#define TL_FREE_PROBE_RECORD \
+		".pushsection tl_free_probes,\"a\"\n\t" \
+		".balign 4\n\t" \
+		".long 1b - .\n\t" \
+		".popsection\n\t"
+#else
+#define TL_FREE_PROBES 0
+#endif
+
+/* page's owner word, read as free's probe of p (see above). */
+static inline uintptr_t tl_page_owner_probe(const tl_page *page, const void *p)
+{
+#if TL_FREE_PROBES
+	uintptr_t owner;
+	__asm__("1:\n\t"
+		"mov %1, %0\n\t"
+		TL_FREE_PROBE_RECORD
+		: "=r"(owner)
+		: "m"(*(const uintptr_t *)&page->owner), "D"(p));
+	return owner;
+#else
+	(void)p;
+	return tl_page_owner_fast(page);
+#endif
+}
+
+static inline tl_block *tl_page_pop(tl_page *page)
+{
+	tl_block *block = page->free;
+	if (tl_likely(block != NULL)) {
+		page->free = tl_link_decode(page, block, block->next);
+		tl_block_taken(page, block);
+	}
+	return block;
+}
+
+static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
+{
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_block *block = tl_page_pop(heap->direct[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
+			return block;
+	}
+	return tl_malloc_generic(heap, size);
+}
+
+/*
+ * Pop a block of a heap's current page for its size: from free, or when
+ * free ran dry, from the owner's frees swapped in; NULL when both are empty
+ * (tl_malloc_local below does the same for the direct table's sizes).
+ */
+static inline tl_block *tl_page_pop_or_swap(tl_page *page)
+{
+	tl_block *block = page->free;
+	if (tl_unlikely(block == NULL)) {
+		block = page->local_free;
+		if (tl_unlikely(block == NULL))
+			return NULL;
+		page->local_free = NULL;
+		tl_fork_order();
+	}
+	page->free = tl_link_decode(page, block, block->next);
+	tl_block_taken(page, block);
+	return block;
+}
+
+/*
+ * The calling thread's malloc: its direct table sits in TLS.  When the
+ * page's free list is dry, its own frees usually wait in local_free: take
+ * them here, so a hot page cycles without leaving the inline path.
+ */
+static inline void *tl_malloc_local(size_t size)
+{
+	/* tl_page_pop_or_swap's steps, written out: through it, compilers
+	 * spend a register move more on this path. */
+	if (tl_likely(size <= TL_DIRECT_MAX)) {
+		tl_page *page = tl_direct_local[(size + 15) >> 4];
+		tl_block *block = page->free;
+		if (tl_likely(block != NULL)) {
+			page->free = tl_link_decode(page, block, block->next);
+			tl_block_taken(page, block);
+			return block;
+		}
+		block = page->local_free;
+		if (tl_likely(block != NULL)) {
+			page->local_free = NULL;
+			tl_fork_order();
+			page->free = tl_link_decode(page, block, block->next);
+			tl_block_taken(page, block);
+			return block;
+		}
+	}
+	return tl_malloc_slow(size);
+}
+
+/*
+ * Whether a block freed into a page its caller owns passes the fast path's
+ * checks: it starts a block (its offset in its slice, which is the page's
+ * first for every page the fast path reaches, is a multiple of the block
+ * size: tl_page.slice_magic) and does not carry the free mark.  The secure
+ * build checks every free in full (free.c), the fast variant none.
+ */
+static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
+				   uintptr_t mark)
+{
+#if TL_SECURE
+	(void)page;
+	(void)block;
+	(void)mark;
+	return false;
+#elif !TL_CHECKS
+	(void)page;
+	(void)block;
+	(void)mark;
+	return true;
+#else
+	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
+	return tl_slice_offset_starts(off, page->slice_magic) &&
+	       block->mark != mark;
+#endif
+}
+
+/* Push a checked block on the local_free of a page the caller owns. */
+static inline void tl_page_push_local(tl_page *page, tl_block *block,
+				      uintptr_t mark)
+{
+	block->next = tl_link_encode(page, block, page->local_free);
+#if TL_CHECKS
+	block->mark = mark;
+#else
+	(void)mark;
+#endif
+	tl_fork_order();
+	page->local_free = block;
+}
+
+static inline void tl_heap_free(tl_heap *heap, void *p)
+{
+	if (tl_unlikely(p == NULL))
+		return;
+	tl_page *page = tl_slice_of(tl_segment_of(p), p);
+	if (tl_likely(tl_page_owner_probe(page, p) == heap->id)) {
+		uintptr_t mark = tl_free_mark(page, p);
+		if (tl_likely(tl_free_fast_ok(page, p, mark))) {
+			tl_page_push_local(page, p, mark);
+			return;
+		}
+	}
+	tl_free_generic(heap, page, p);
+}
+
+/*
+ * The calling thread's free: compares with the thread pointer.  NULL needs
+ * no test of its own: (NULL - 1) rounded down to a segment is negative, as
+ * is every address outside user space, and the sign falls out of the mask.
+ * Then the two checks of tl_free_fast_ok; anything else (another owner, a
+ * flag, a failed check) goes to the generic path, which decides.
+ *
+ * TL_FREE_ASM: the same steps written out in x86-64 asm (1), or the C
+ * version only (0).  Compilers put the slice's address in a register of
+ * its own, an instruction more than addressing segment + index each time
+ * (test/fastpath/budget.txt has both counts).  The C version is the
+ * definition: the ThreadSanitizer build, the secure build and other
+ * machines use it, and libtlmalloc-cfree, which the test suite runs the
+ * contract and misuse tests against.  The CMake option TLMALLOC_ASM_FREE
+ * (ON) builds the default library with the asm.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && \
+	!defined(__SANITIZE_THREAD__) && !TL_SECURE
+#define TL_FREE_ASM_POSSIBLE 1
+#else
+#define TL_FREE_ASM_POSSIBLE 0
+#endif
+#ifndef TL_FREE_ASM
+#define TL_FREE_ASM TL_FREE_ASM_POSSIBLE
+#endif
+#if TL_FREE_ASM && !TL_FREE_ASM_POSSIBLE
+#error "TL_FREE_ASM=1 needs x86-64, GCC or clang, no TSan, no TL_SECURE"
+#endif
+
+#if TL_FREE_ASM
+#if TL_CHECKS
+/*
+ * tl_free_fast_ok(page, block, seg), then the mark kept for the push:
+ *
+ *	off = (uint16_t)(uintptr_t)p;			offset in its slice
+ *	if (off * page->slice_magic >= page->slice_magic)	(32 bits)
+ *		goto slow;				not a block's start
+ *	if (block->mark == (uintptr_t)seg)
+ *		goto slow;				marked free already
+ */
+#define TL_FREE_CHECKS_X86 \
+		"movzwl %w[p], %%ecx\n\t" \
+		"imul %c[magic](%%rax,%%rdx), %%ecx\n\t" \
+		"cmp %c[magic](%%rax,%%rdx), %%ecx\n\t" \
+		"jae %l[slow]\n\t" \
+		"cmp %%rax, 8(%[p])\n\t" \
+		"je %l[slow]\n\t"
+/*	block->mark = (uintptr_t)seg;			tl_free_mark */
+#define TL_FREE_MARK_X86 \
+		"mov %%rax, 8(%[p])\n\t"
+#else
+#define TL_FREE_CHECKS_X86
+#define TL_FREE_MARK_X86
+#endif
+static inline void tl_free_local(void *p)
+{
+	/* rax: seg, rdx: the slice's offset in seg->slices, rcx: scratch */
+	__asm__ goto(
+		/* seg = tl_segment_of(p);
+		 * if ((intptr_t)seg < 0) goto slow;	NULL, not user space */
+		"lea -1(%[p]), %%rax\n\t"
+		"and %[segmask], %%rax\n\t"
+		"js %l[slow]\n\t"
+		/* slice = (p >> 16) % 64 * sizeof(tl_page);
+		 * page = (tl_page *)((char *)seg->slices + slice);
+		 *					tl_slice_of */
+		"mov %[p], %%rdx\n\t"
+		"shr %[shift], %%rdx\n\t"
+		"and %[index], %%edx\n\t"
+		/* if (page->owner != tl_thread_id()) goto slow;
+		 *					the read is the probe */
+		"1:\n\t"
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
+		TL_FREE_PROBE_RECORD
+		"cmp %%rcx, %%fs:0\n\t"
+		"jne %l[slow]\n\t"
+		TL_FREE_CHECKS_X86
+		/* block->next = page->local_free;	tl_page_push_local */
+		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
+		"mov %%rcx, (%[p])\n\t"
+		TL_FREE_MARK_X86
+		/* page->local_free = block; */
+		"mov %[p], %c[local](%%rax,%%rdx)"
+		:
+		: [p] "D"(p),
+		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
+		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
+		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
+		  [owner] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, owner)),
+		  [magic] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, slice_magic)),
+		  [local] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, local_free))
+		: "rax", "rcx", "rdx", "memory", "cc"
+		: slow);
+	return;
+slow:
+	tl_free_slow(p);
+}
+#else
+static inline void tl_free_local(void *p)
+{
+	tl_segment *seg = tl_segment_of(p);
+	if (tl_unlikely((intptr_t)seg < 0)) {
+		tl_free_slow(p);
+		return;
+	}
+	tl_page *page = tl_slice_of(seg, p);
+	if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id())) {
+		uintptr_t mark = tl_free_mark(page, p);
+		if (tl_likely(tl_free_fast_ok(page, p, mark)))
+			tl_page_push_local(page, p, mark);
+		else
+			tl_free_owned(page, p);
+		return;
+	}
+	tl_free_slow(p);
+}
+#endif
+
+#endif /* TLMALLOC_FASTPATH_H */
