@@ -151,7 +151,10 @@ static void free_remote(tl_page *page, tl_block *block)
 	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 }
 
-void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
+/* The generic path, inlined in both its callers: a free that missed the
+ * fast path is most often another thread's block (free_remote), reached
+ * here with no call more. */
+static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 {
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	if (owner == TL_OWNER_FOLLOWER) {
@@ -177,12 +180,17 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	free_remote(page, p);
 }
 
+void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
+{
+	free_generic(heap, page, p);
+}
+
 void tl_free_slow(void *p)
 {
 	if (p == NULL)
 		return;
 	if (!tl_segment_is_ours(p))
 		tl_fatal("free", p, "not allocated by tlmalloc");
-	tl_free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
+	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
 	tl_purger_poll();
 }
