@@ -95,6 +95,8 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 	tl_page *page = heap->queue[cls].first;
 	if (page == NULL)
 		page = &tl_page_empty;
+	else if (first != cls)	/* the group's sizes come here */
+		tl_page_allow_size(page, tl_class_min(first));
 	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)
 		heap->direct[i] = page;

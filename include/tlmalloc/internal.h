@@ -115,6 +115,16 @@ static inline unsigned tl_size_to_class(size_t size)
 	return 8 + (b - 7) * 4 + k;
 }
 
+/* The least size of class cls: one more than the class below. */
+static inline uint32_t tl_class_min(unsigned cls)
+{
+	return cls <= 1 ? 0 : tl_class_size[cls - 1] + 1;
+}
+
+/* The class tl_alloc_aligned gives size bytes at alignment (a power of
+ * two), or 0 where it gives a huge block. */
+unsigned tl_aligned_class(size_t alignment, size_t size);
+
 /* ---- pages (page.c) ---- */
 /*
  * avail, capacity and block_size are the owner's, but the statistics read
@@ -126,12 +136,35 @@ static inline void tl_page_set_avail(tl_page *page, uint32_t v)
 	__atomic_store_n(&page->avail, v, __ATOMIC_RELAXED);
 }
 
+static inline uint32_t tl_slice_limit(uint32_t magic, uint32_t bs,
+				      uint32_t capacity);
+
+/* capacity, and with it the fast path's limit of block starts. */
 static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
 {
 	__atomic_store_n(&page->capacity, v, __ATOMIC_RELAXED);
+	page->slice_limit = tl_slice_limit(page->slice_magic, page->block_size, v);
 }
 
 void tl_page_format(tl_page *page, unsigned cls);
+
+/* Whether a block of page may have been asked for with size bytes: what
+ * a sized free accepts and what realloc keeps in place (types.h,
+ * tl_page.sized_min).  Not for huge pages. */
+static inline bool tl_page_holds_size(const tl_page *page, size_t size)
+{
+	return size <= __atomic_load_n(&page->block_size, __ATOMIC_RELAXED) &&
+	       size >= __atomic_load_n(&page->sized_min, __ATOMIC_RELAXED);
+}
+
+/* The owner hands out a block of page for a request as small as min
+ * bytes (a young group's, an out-of-memory fallback's): a sized free of
+ * that size must pass from now on. */
+static inline void tl_page_allow_size(tl_page *page, uint32_t min)
+{
+	if (min < page->sized_min)
+		__atomic_store_n(&page->sized_min, min, __ATOMIC_RELAXED);
+}
 /* Carve more fresh blocks into page->free; false if none are left. */
 bool tl_page_extend(tl_page *page);
 /*
@@ -361,6 +394,14 @@ void tl_free_slow(void *p) TL_NOINLINE;
  */
 void tl_free_check(const char *call, const tl_page *page, const void *p,
 		   bool owner) TL_NOINLINE;
+/*
+ * A sized free (free_sized, free_aligned_sized, the sized deletes) in
+ * full: abort with a line naming call, p and both sizes unless size (at
+ * alignment, 0 for none) may be what p was asked for, then free p (which
+ * reports what is not a live block of tlmalloc's).
+ */
+void tl_free_sized_slow(const char *call, void *p, size_t size,
+			size_t alignment) TL_NOINLINE;
 /* Free p into page, which the caller owns, after tl_free_check. */
 void tl_free_owned(tl_page *page, void *p) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
@@ -394,18 +435,35 @@ __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
 /* ---- blocks ---- */
-/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX). */
+/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX):
+ * 2^32 / bs, plus one, so that magic * bs = 2^32 + e with 0 < e <= bs. */
 static inline uint32_t tl_slice_magic(uint32_t bs)
 {
-	return UINT32_MAX / bs + 1;
+	return (uint32_t)(((uint64_t)1 << 32) / bs + 1);
 }
 
-/* Whether an offset below TL_SLICE_SIZE is a multiple of the block size
- * whose slice_magic is magic: one multiply and one compare, exact for
- * every class (test/unit/block_start.c). */
-static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
+/*
+ * Offset k * bs times magic is k * e (mod 2^32): growing with k, and below
+ * magic for every block start in a slice, while any other offset lands at
+ * magic or above.  So off * magic < k * e says "a block start, of one of
+ * the first k blocks": tl_page.slice_limit, for the k blocks carved.  The
+ * limit never exceeds magic (block starts that far are not in the slice).
+ */
+static inline uint32_t tl_slice_limit(uint32_t magic, uint32_t bs,
+				      uint32_t capacity)
 {
-	return off * magic < magic;
+	uint32_t e = magic * bs;	/* wraps: 2^32 + e */
+	uint64_t limit = (uint64_t)capacity * e;
+	return limit < magic ? (uint32_t)limit : magic;
+}
+
+/* Whether an offset below TL_SLICE_SIZE is the start of one of the blocks
+ * that the limit (tl_slice_limit) counts: one multiply and one compare,
+ * exact for every class (test/unit/block_start.c). */
+static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic,
+					  uint32_t limit)
+{
+	return off * magic < limit;
 }
 
 /* Whether p is the start of a block in the carved part of page: a range
@@ -662,9 +720,11 @@ static inline void *tl_malloc_local(size_t size)
 
 /*
  * Whether a block freed into a page its caller owns passes the fast path's
- * checks: it starts a block (its offset in its slice, which is the page's
- * first for every page the fast path reaches, is a multiple of the block
- * size: tl_page.slice_magic) and does not carry the free mark.  The secure
+ * checks: it starts a carved block (its offset in its slice, which is the
+ * page's first for every page the fast path reaches, is a multiple of the
+ * block size below the carved part: tl_page.slice_magic and slice_limit)
+ * and does not carry the free mark.  Only for a block in its page's first
+ * slice (the owner's fast path reaches no other).  The secure
  * build checks every free in full (free.c), the fast variant none.
  */
 static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
@@ -682,7 +742,8 @@ static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
 	return true;
 #else
 	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
-	return tl_slice_offset_starts(off, page->slice_magic) &&
+	return tl_slice_offset_starts(off, page->slice_magic,
+				      page->slice_limit) &&
 	       block->mark != mark;
 #endif
 }
@@ -736,8 +797,8 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 #define TL_FREE_CHECKS_X86 \
 		"movzwl %w0, %%ecx\n\t"		/* offset in the slice */ \
 		"imul %c[magic](%%rax,%%rdx), %%ecx\n\t" \
-		"cmp %c[magic](%%rax,%%rdx), %%ecx\n\t" \
-		"jae %l[slow]\n\t"			/* not a block's start */ \
+		"cmp %c[limit](%%rax,%%rdx), %%ecx\n\t" \
+		"jae %l[slow]\n\t"		/* not a carved block's start */ \
 		"cmp %%rax, 8(%0)\n\t" \
 		"je %l[slow]\n\t"			/* marked free already */
 #define TL_FREE_MARK_X86 \
@@ -746,42 +807,81 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 #define TL_FREE_CHECKS_X86
 #define TL_FREE_MARK_X86
 #endif
+/* Free's steps up to the owner's test, then after its checks; the sized
+ * free puts its test of the size between them. */
+#define TL_FREE_HEAD_X86 \
+		"lea -1(%0), %%rax\n\t" \
+		"and %[segmask], %%rax\n\t"		/* segment, sign: NULL */ \
+		"js %l[slow]\n\t" \
+		"mov %0, %%rdx\n\t" \
+		"shr %[shift], %%rdx\n\t" \
+		"and %[index], %%edx\n\t"		/* slice * 128 */ \
+		"1:\n\t" \
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"	/* the probe */ \
+		TL_FREE_PROBE_RECORD \
+		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */ \
+		"jne %l[slow]\n\t"
+#define TL_FREE_TAIL_X86 \
+		TL_FREE_CHECKS_X86 \
+		"mov %c[local](%%rax,%%rdx), %%rcx\n\t" \
+		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */ \
+		TL_FREE_MARK_X86 \
+		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
+#define TL_FREE_OPERANDS_X86 \
+		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK), \
+		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT), \
+		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT), \
+		  [owner] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, owner)), \
+		  [magic] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, slice_magic)), \
+		  [limit] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, slice_limit)), \
+		  [local] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, local_free))
+
 static inline void tl_free_local(void *p)
 {
 	__asm__ goto(
-		"lea -1(%0), %%rax\n\t"
-		"and %[segmask], %%rax\n\t"		/* segment, sign: NULL */
-		"js %l[slow]\n\t"
-		"mov %0, %%rdx\n\t"
-		"shr %[shift], %%rdx\n\t"
-		"and %[index], %%edx\n\t"		/* slice * 128 */
-		"1:\n\t"
-		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"	/* the probe */
-		TL_FREE_PROBE_RECORD
-		"cmp %%rcx, %%fs:0\n\t"		/* the thread pointer */
-		"jne %l[slow]\n\t"
-		TL_FREE_CHECKS_X86
-		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
-		"mov %%rcx, (%0)\n\t"		/* block->next = local_free */
-		TL_FREE_MARK_X86
-		"mov %0, %c[local](%%rax,%%rdx)"	/* local_free = block */
+		TL_FREE_HEAD_X86
+		TL_FREE_TAIL_X86
 		:
-		: "D"(p),
-		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
-		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
-		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
-		  [owner] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, owner)),
-		  [magic] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, slice_magic)),
-		  [local] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, local_free))
+		: "D"(p), TL_FREE_OPERANDS_X86
 		: "rax", "rcx", "rdx", "memory", "cc"
 		: slow);
 	return;
 slow:
 	tl_free_slow(p);
 }
+
+#if TL_CHECKS
+/* The sized free (below), written out the same way: free's steps and
+ * block_size >= size >= sized_min (six instructions). */
+static inline void tl_free_sized_local(const char *call, void *p, size_t size)
+{
+	__asm__ goto(
+		TL_FREE_HEAD_X86
+		"mov %c[bsize](%%rax,%%rdx), %%ecx\n\t"
+		"cmp %%rcx, %1\n\t"
+		"ja %l[slow]\n\t"			/* larger than the block */
+		"mov %c[smin](%%rax,%%rdx), %%ecx\n\t"
+		"cmp %%rcx, %1\n\t"
+		"jb %l[slow]\n\t"			/* of a smaller class */
+		TL_FREE_TAIL_X86
+		:
+		: "D"(p), "S"(size), TL_FREE_OPERANDS_X86,
+		  [bsize] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, block_size)),
+		  [smin] "i"(offsetof(tl_segment, slices) +
+			     offsetof(tl_page, sized_min))
+		: "rax", "rcx", "rdx", "memory", "cc"
+		: slow);
+	return;
+slow:
+	tl_free_sized_slow(call, p, size, 0);
+}
+#define TL_FREE_SIZED_WRITTEN_OUT 1
+#endif
 #else
 static inline void tl_free_local(void *p)
 {
@@ -800,6 +900,38 @@ static inline void tl_free_local(void *p)
 		return;
 	}
 	tl_free_slow(p);
+}
+#endif
+
+/*
+ * The calling thread's sized free; call names it in a report.  The fast
+ * path is free's (tl_free_local's C version) with one more test: the page
+ * holds blocks asked for with size bytes (tl_page_holds_size).  Anything
+ * else, including another owner's page, goes to the full check
+ * (tl_free_sized_slow), then to free.
+ */
+#ifndef TL_FREE_SIZED_WRITTEN_OUT
+static inline void tl_free_sized_local(const char *call, void *p, size_t size)
+{
+#if TL_CHECKS
+	tl_segment *seg = tl_segment_of(p);
+	if (tl_likely((intptr_t)seg >= 0)) {
+		tl_page *page = tl_slice_of(seg, p);
+		if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id())) {
+			uintptr_t mark = tl_free_mark(page, p);
+			if (tl_likely(tl_page_holds_size(page, size) &&
+				      tl_free_fast_ok(page, p, mark))) {
+				tl_page_push_local(page, p, mark);
+				return;
+			}
+		}
+	}
+	tl_free_sized_slow(call, p, size, 0);
+#else
+	(void)call;
+	(void)size;
+	tl_free_local(p);
+#endif
 }
 #endif
 
