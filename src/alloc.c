@@ -23,7 +23,10 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
 	}
 	if (size > TL_MEDIUM_MAX)
 		return tl_large_alloc(size, 0);
-	tl_page *page = tl_heap_find_page(heap, tl_size_to_class(size));
+	unsigned cls = tl_size_to_class(size);
+	tl_page *page = tl_heap_find_page(heap, cls);
+	if (page == NULL)
+		page = tl_heap_find_held(heap, cls);
 	if (page == NULL)
 		goto oom;
 	return tl_page_pop(page);

@@ -85,6 +85,10 @@ extern tl_heap tl_heap_empty;
 extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
 
+/* Times a heap ran out of memory: the others then give their cached
+ * empty pages to the pool (heap.c, "out of memory"). */
+extern tl_atomic_u32 tl_heap_pressure;
+
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
@@ -97,6 +101,16 @@ void tl_heap_collect_all(tl_heap *heap, bool release);
 void tl_heap_destroy(tl_heap *heap);
 /* A page of class cls with a free block, or NULL when out of memory. */
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
+/*
+ * When tl_heap_find_page found none: a page with a free block for a
+ * request of class cls from what the heap and the pool hold (heap.c,
+ * "out of memory"), perhaps of a larger class; NULL if nothing is left.
+ */
+tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls);
+/* Out of memory for a huge block: the calling thread's empty pages and
+ * the pool's free memory go back to the OS (step 1 of the above); false
+ * if no segment was unmapped (a retry would fail the same way). */
+bool tl_heap_release_held(void);
 /* The owner freed into a page flagged full: back to its queue. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
 
@@ -332,6 +346,11 @@ struct tl_pool_stats {
 };
 /* A formatted page of class cls owned by heap (adopted or fresh). */
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
+/* An abandoned page of class cls, now heap's; NULL if none. */
+tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls);
+/* Out of memory: a free page of the kind that class cls does not use,
+ * formatted for it and owned by heap; NULL if none (no mapping). */
+tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
 /* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
 bool tl_pool_cache_huge(tl_segment *seg);
@@ -350,6 +369,12 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
 /* Purge free pages whose delay ran out (all of them if force). */
 bool tl_pool_purge(bool force);
 bool tl_pool_purge_pending(void);
+/* Out of memory: the abandoned pages that other threads emptied become
+ * free pages (as a purge does, without purging). */
+void tl_pool_reclaim_abandoned(void);
+/* Out of memory: purge everything, abandoned pages emptied since
+ * included; whether a segment was unmapped (address space for a retry). */
+bool tl_pool_unmap_free(void);
 void tl_pool_stats_get(struct tl_pool_stats *out);
 /* The same after counting the caller's heap and the shared heap exactly
  * (stats.c). */

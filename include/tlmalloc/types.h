@@ -265,6 +265,7 @@ struct tl_heap {
 	/* Bit g: class group g is young, its classes share the page of its
 	 * largest class (heap.c, "young groups"). */
 	uint32_t young;
+	uint32_t pressure_seen;		/* tl_heap_pressure when last looked */
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 
