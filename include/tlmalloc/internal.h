@@ -942,13 +942,14 @@ static inline void tl_free_sized_local(const char *call, void *p, size_t size)
 	tl_segment *seg = tl_segment_of(p);
 	if (tl_likely((intptr_t)seg >= 0)) {
 		tl_page *page = tl_slice_of(seg, p);
-		if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id())) {
+		if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id() &&
+			      tl_page_holds_size(page, size))) {
 			uintptr_t mark = tl_free_mark(page, p);
-			if (tl_likely(tl_page_holds_size(page, size) &&
-				      tl_free_fast_ok(page, p, mark))) {
+			if (tl_likely(tl_free_fast_ok(page, p, mark)))
 				tl_page_push_local(page, p, mark);
-				return;
-			}
+			else
+				tl_free_owned(page, p);
+			return;
 		}
 	}
 	tl_free_sized_slow(call, p, size, 0);
