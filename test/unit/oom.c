@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -162,13 +163,26 @@ static void in_child(void (*fn)(bool), bool rlimit)
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }
 
+static double seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void one_thread(bool rlimit)
 {
 	struct blocks b = { 0 };
 	refuse(rlimit);
 	exhaust(&b, 1);
 	free_every_other(&b);
+	size_t n = b.n;
+	double t0 = seconds();
 	reuse(&b, 7);
+	/* for docs/design.md; not checked */
+	printf("%zu blocks before NULL; %d blocks of %d bytes, then everything "
+	       "freed, in %.3f s\n", n, WANTED, SMALL, seconds() - t0);
+	fflush(stdout);
 	CHECK(tl_option_set("fault_oom", 0) == 0);
 	void *p = malloc(SMALL);	/* still works */
 	CHECK(p != NULL);
