@@ -20,6 +20,11 @@
  * free block is NULL or another block of the page (the secure build's keyed
  * mark needs no confirmation there: user data matches it once in 2^64).
  * The secure build also fills freed blocks.
+ *
+ * A sized free (tl_free_sized_slow, after the inline test of
+ * tl_free_sized_local failed) also checks the size given against the
+ * block: its page's sized_min..block_size, the class that an aligned
+ * request of that size would have had, or a huge block's bounds.
  */
 #include <string.h>
 
