@@ -357,21 +357,12 @@ bool tl_heap_release_held(void)
 	return tl_pool_unmap_free();
 }
 
-tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
+/* Step 4: a page of a larger class with a free block, now allowed to
+ * serve class cls. */
+static tl_page *heap_find_larger(tl_heap *heap, unsigned cls)
 {
-	heap_give_back(heap);
-	tl_pool_reclaim_abandoned();
-	tl_page *page = tl_heap_find_page(heap, cls);
-	if (page != NULL)
-		return page;
-	page = tl_pool_take_other_kind(heap, cls);
-	if (page != NULL && (page = heap_add_page(heap, cls, page)) != NULL)
-		return page;
-	if (tl_pool_unmap_free() &&
-	    (page = tl_heap_find_page(heap, cls)) != NULL)
-		return page;
 	for (unsigned c = cls + 1; c < TL_CLASSES; c++) {
-		page = heap_scan_queue(heap, c);
+		tl_page *page = heap_scan_queue(heap, c);
 		if (page == NULL) {
 			tl_page *adopted = tl_pool_adopt_page(heap, c);
 			if (adopted != NULL)
@@ -383,6 +374,37 @@ tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
 		}
 	}
 	return NULL;
+}
+
+/*
+ * Steps 1-3 walk every page of the heap and of the pool: a heap that
+ * reached step 4 goes there first for its next few calls (a program out
+ * of memory goes on asking), then walks again.
+ */
+#define TL_HEAP_LARGER_FIRST 64
+
+tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
+{
+	tl_page *page;
+	if (heap->larger_first > 0) {
+		heap->larger_first--;
+		if ((page = heap_find_larger(heap, cls)) != NULL)
+			return page;
+	}
+	heap_give_back(heap);
+	tl_pool_reclaim_abandoned();
+	if ((page = tl_heap_find_page(heap, cls)) != NULL)
+		return page;
+	page = tl_pool_take_other_kind(heap, cls);
+	if (page != NULL && (page = heap_add_page(heap, cls, page)) != NULL)
+		return page;
+	if (tl_pool_unmap_free() &&
+	    (page = tl_heap_find_page(heap, cls)) != NULL)
+		return page;
+	page = heap_find_larger(heap, cls);
+	if (page != NULL)
+		heap->larger_first = TL_HEAP_LARGER_FIRST;
+	return page;
 }
 
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)

@@ -266,6 +266,8 @@ struct tl_heap {
 	 * largest class (heap.c, "young groups"). */
 	uint32_t young;
 	uint32_t pressure_seen;		/* tl_heap_pressure when last looked */
+	/* Out of memory: calls that try larger classes first (heap.c) */
+	uint32_t larger_first;
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 
