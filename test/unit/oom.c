@@ -28,6 +28,10 @@
  *   fault_surplus_unused               another thread's cached empty pages
  *                                      reach the pool once it looks for a
  *                                      page after the first NULL
+ *   fault_huge_not_retried             a huge block whose mapping fails
+ *                                      while a segment of freed blocks is
+ *                                      mapped: the segment is unmapped and
+ *                                      the mapping tried again
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -329,6 +333,28 @@ static void fault_surplus_unused(void)
 	in_child(surplus_child, false);
 }
 
+static void huge_retry_child(bool rlimit)
+{
+	(void)rlimit;
+	/* a segment of 20 KiB blocks, all freed: wholly free */
+	enum { MEDIUM = 100 };
+	static char *m[MEDIUM];
+	for (int i = 0; i < MEDIUM; i++)
+		CHECK((m[i] = malloc(20 << 10)) != NULL);
+	for (int i = 0; i < MEDIUM; i++)
+		free(m[i]);
+	CHECK(tl_option_set("fault_map", 1) == 0);	/* the next one fails */
+	char *p = malloc(8 << 20);
+	CHECKF(p != NULL, "no retry after the free segment was unmapped");
+	p[0] = p[(8 << 20) - 1] = 1;
+	free(p);
+}
+
+static void fault_huge_not_retried(void)
+{
+	in_child(huge_retry_child, false);
+}
+
 static const struct test_case cases[] = {
 	{ "rlimit_free_memory_unused", rlimit_free_memory_unused },
 	{ "rlimit_threads_free_memory_unused",
@@ -339,6 +365,7 @@ static const struct test_case cases[] = {
 	{ "fault_abandoned_memory_unused", fault_abandoned_memory_unused },
 	{ "fault_other_kind_unused", fault_other_kind_unused },
 	{ "fault_surplus_unused", fault_surplus_unused },
+	{ "fault_huge_not_retried", fault_huge_not_retried },
 };
 
 int main(int argc, char **argv)
