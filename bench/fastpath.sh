@@ -2,7 +2,8 @@
 # fastpath.sh - instructions per malloc/free pair on the fast path, counted
 # by callgrind, for glibc and for each allocator named on the command line.
 #
-# For each allocator and each size mix (fixed: 64 bytes; mix: 8..512 bytes)
+# For each allocator and each size mix (fixed: 64 bytes; mix: 8..512 bytes;
+# with -m, also new or sized: C++ new of 64 bytes with delete or sized delete)
 # it runs bench/workloads/fastpath under `valgrind --tool=callgrind` twice,
 # with SHORT and LONG pairs, and prints
 #     (Ir(LONG) - Ir(SHORT)) / (LONG - SHORT)
@@ -11,7 +12,8 @@
 # how many, from the cost callgrind charges to main() itself under glibc.
 #
 # usage: bench/fastpath.sh [-b path/to/fastpath] [-s SHORT] [-l LONG]
-#                          [NAME=/path/lib.so ...]
+#                          [-m 'MIX ...'] [NAME=/path/lib.so ...]
+# -m: the mixes, one column each (default 'fixed mix').
 # Default binary: build/bench/fastpath in the source tree; SHORT 100000,
 # LONG 200000.  A library that does not exist is reported as missing.
 set -eu
@@ -20,15 +22,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin="$here/../build/bench/fastpath"
 short=100000
 long=200000
+mixes="fixed mix"
 
 usage() {
-	echo "usage: $0 [-b fastpath-binary] [-s short] [-l long] [NAME=lib.so ...]" >&2
+	echo "usage: $0 [-b fastpath-binary] [-s short] [-l long] [-m 'mix ...'] [NAME=lib.so ...]" >&2
 	exit 2
 }
 
-while getopts b:s:l:h opt; do
+while getopts b:s:l:m:h opt; do
 	case $opt in
 	b) bin=$OPTARG ;;
+	m) mixes=$OPTARG ;;
 	s) short=$OPTARG ;;
 	l) long=$OPTARG ;;
 	*) usage ;;
@@ -75,18 +79,28 @@ per_pair() {
 			 else printf "%.1f\n", (b - a) / (l - s) }'
 }
 
+# row NAME LIB [main]: one line, a column per mix.
 row() {
-	if [ -n "$2" ] && [ ! -e "$2" ]; then
-		printf '%-12s %10s %10s\n' "$1" missing missing
-		return
-	fi
-	printf '%-12s %10s %10s\n' "$1" "$(per_pair "$2" fixed)" "$(per_pair "$2" mix)"
+	line=$(printf '%-12s' "$1")
+	for m in $mixes; do
+		if [ -n "$2" ] && [ ! -e "$2" ]; then
+			v=missing
+		else
+			v=$(per_pair "$2" "$m" "${3:-}")
+		fi
+		line="$line $(printf '%10s' "$v")"
+	done
+	echo "$line"
 }
 
 echo "instructions per malloc/free pair (callgrind, $short vs $long pairs)"
-printf '%-12s %10s %10s\n' allocator fixed mix
+header=$(printf '%-12s' allocator)
+for m in $mixes; do
+	header="$header $(printf '%10s' "$m")"
+done
+echo "$header"
 row glibc ""
 for arg in "$@"; do
 	row "${arg%%=*}" "${arg#*=}"
 done
-printf '%-12s %10s %10s\n' "(loop)" "$(per_pair "" fixed main)" "$(per_pair "" mix main)"
+row "(loop)" "" main

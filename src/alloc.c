@@ -23,7 +23,10 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
 	}
 	if (size > TL_MEDIUM_MAX)
 		return tl_large_alloc(size, 0);
-	tl_page *page = tl_heap_find_page(heap, tl_size_to_class(size));
+	unsigned cls = tl_size_to_class(size);
+	tl_page *page = tl_heap_find_page(heap, cls);
+	if (page == NULL)
+		page = tl_heap_find_held(heap, cls);
 	if (page == NULL)
 		goto oom;
 	return tl_page_pop(page);
@@ -55,34 +58,56 @@ void *tl_malloc_slow(size_t size)
 	return p;
 }
 
+unsigned tl_aligned_class(size_t alignment, size_t size)
+{
+	if (size > TL_MEDIUM_MAX || alignment > TL_SLICE_SIZE)
+		return 0;
+	if (alignment <= TL_MIN_ALIGN)
+		return tl_size_to_class(size);
+	size_t n = size < alignment ? alignment : size;
+	for (unsigned cls = tl_size_to_class(n); cls < TL_CLASSES; cls++)
+		if (tl_class_size[cls] % alignment == 0)
+			return cls;
+	return 0;
+}
+
 void *tl_alloc_aligned(size_t alignment, size_t size)
 {
 	tl_assert(alignment != 0 && (alignment & (alignment - 1)) == 0);
 	if (alignment <= TL_MIN_ALIGN)
 		return tl_malloc_local(size);
-	if (alignment <= TL_SLICE_SIZE && size <= TL_MEDIUM_MAX) {
-		size_t n = size < alignment ? alignment : size;
-		for (unsigned cls = tl_size_to_class(n); cls < TL_CLASSES; cls++)
-			if (tl_class_size[cls] % alignment == 0)
-				return tl_malloc_local(
-						      tl_class_size[cls]);
-	}
+	unsigned cls = tl_aligned_class(alignment, size);
+	if (cls != 0)
+		return tl_malloc_local(tl_class_size[cls]);
 	return tl_large_alloc(size, alignment);
 }
 
-size_t tl_block_usable(const char *call, const void *p)
+/* The page of p, a pointer into one of tlmalloc's segments, after
+ * checking that p is a live block (aborts naming call otherwise). */
+static tl_page *live_block_page(const char *call, const void *p)
 {
-	tl_segment *seg = tl_segment_of(p);
-	tl_page *page = tl_page_of(seg, p);
+	tl_page *page = tl_page_of(tl_segment_of(p), p);
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	if (owner == TL_OWNER_FREE)
 		tl_fatal(call, p, "block of a free page (freed already?)");
 	tl_free_check(call, page, p,
 		      (owner & ~(uintptr_t)TL_OWNER_FULL) == tl_heap_local->id);
-	if (page->kind == TL_PAGE_HUGE)
+	return page;
+}
+
+static size_t page_usable(const tl_page *page, const void *p)
+{
+	if (page->kind == TL_PAGE_HUGE) {
+		tl_segment *seg = tl_segment_of(p);
 		return seg->map_size - TL_HUGE_GUARD -
 		       (size_t)(page->start - (uint8_t *)seg);
+	}
 	return page->block_size;
+}
+
+size_t tl_block_usable(const char *call, const void *p)
+{
+	return page_usable(live_block_page(call, p), p);
 }
 
 void *tl_calloc_impl(size_t count, size_t size)
@@ -108,12 +133,17 @@ void *tl_realloc_impl(void *p, size_t size)
 		tl_free_local(p);
 		return NULL;
 	}
-	size_t usable = tl_block_usable("realloc", p);
-	if (usable > TL_MEDIUM_MAX) {
-		void *q = tl_large_resize(p, size);
-		if (q != NULL)
-			return q;
-	} else if (size <= usable && size >= usable / 2) {
+	/* In place only where a sized free of the new size would pass: the
+	 * same class (or young group), or a huge block staying huge. */
+	tl_page *page = live_block_page("realloc", p);
+	size_t usable = page_usable(page, p);
+	if (page->kind == TL_PAGE_HUGE) {
+		if (size > TL_MEDIUM_MAX) {
+			void *q = tl_large_resize(p, size);
+			if (q != NULL)
+				return q;
+		}
+	} else if (tl_page_holds_size(page, size)) {
 		return p;
 	}
 	void *q = tl_malloc_local(size);

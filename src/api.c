@@ -43,15 +43,18 @@ void tl_free(void *ptr)
 
 void tl_free_sized(void *ptr, size_t size)
 {
-	(void)size;
-	tl_free_local(ptr);
+	tl_free_sized_local("free_sized", ptr, size);
 }
 
 void tl_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 {
+#if TL_CHECKS
+	tl_free_sized_slow("free_aligned_sized", ptr, size, alignment);
+#else
 	(void)alignment;
 	(void)size;
 	tl_free_local(ptr);
+#endif
 }
 
 void *tl_calloc(size_t count, size_t size)
@@ -177,23 +180,6 @@ TL_ALIAS(posix_memalign, tl_posix_memalign);
 TL_ALIAS(memalign, tl_memalign);
 TL_ALIAS(valloc, tl_valloc);
 TL_ALIAS(pvalloc, tl_pvalloc);
-
-/*
- * Every C++ operator delete (new_delete.c has the news): plain, array,
- * nothrow, sized, aligned, sized and aligned.  The hints are not needed.
- */
-TL_ALIAS(_ZdlPv, tl_free);
-TL_ALIAS(_ZdaPv, tl_free);
-TL_ALIAS(_ZdlPvRKSt9nothrow_t, tl_free_sized);
-TL_ALIAS(_ZdaPvRKSt9nothrow_t, tl_free_sized);
-TL_ALIAS(_ZdlPvm, tl_free_sized);
-TL_ALIAS(_ZdaPvm, tl_free_sized);
-TL_ALIAS(_ZdlPvSt11align_val_t, tl_free_sized);
-TL_ALIAS(_ZdaPvSt11align_val_t, tl_free_sized);
-TL_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
-TL_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, tl_free_aligned_sized);
-TL_ALIAS(_ZdlPvmSt11align_val_t, tl_free_aligned_sized);
-TL_ALIAS(_ZdaPvmSt11align_val_t, tl_free_aligned_sized);
 
 /* glibc declares it with a non-const pointer. */
 TL_API size_t malloc_usable_size(void *ptr)

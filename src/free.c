@@ -20,12 +20,17 @@
  * free block is NULL or another block of the page (the secure build's keyed
  * mark needs no confirmation there: user data matches it once in 2^64).
  * The secure build also fills freed blocks.
+ *
+ * A sized free (tl_free_sized_slow, after the inline test of
+ * tl_free_sized_local failed) also checks the size given against the
+ * block: its page's sized_min..block_size, the class that an aligned
+ * request of that size would have had, or a huge block's bounds.
  */
-#include "tlmalloc/fastpath.h"
-#if TL_SECURE
 #include <string.h>
 
+#include "tlmalloc/fastpath.h"
 #include "tlmalloc/options.h"
+#if TL_SECURE
 
 void tl_secure_corrupt(const void *block)
 {
@@ -82,11 +87,26 @@ __attribute__((noreturn)) static void not_a_block(const char *call,
 	tl_fatal(call, p, "not the start of a block (interior or stray pointer)");
 }
 
+/* A pointer that tl_block_in_page rejects: a block start of the page past
+ * its carved part (malloc never returned it), or no block start at all. */
+__attribute__((noreturn)) static void not_carved(const char *call,
+						const tl_page *page,
+						const void *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)page->start;
+	if (page->block_size != 0 &&
+	    off < (uintptr_t)page->reserved * page->block_size &&
+	    off % page->block_size == 0)
+		tl_fatal(call, p, "not a block malloc returned (past the "
+				  "page's carved blocks)");
+	not_a_block(call, p);
+}
+
 static inline void check_block(const char *call, const tl_page *page,
 				const void *p, bool owner)
 {
 	if (tl_unlikely(!tl_block_in_page(page, p)))
-		not_a_block(call, p);
+		not_carved(call, page, p);
 #if TL_CHECKS
 	const tl_block *block = p;
 	/* free: a double free; realloc, malloc_usable_size: a freed block */
@@ -108,6 +128,76 @@ void tl_free_check(const char *call, const tl_page *page, const void *p,
 		return;
 	}
 	check_block(call, page, p, owner);
+}
+
+/* Append v in decimal at out; returns the digits written. */
+static size_t put_decimal(char *out, size_t v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
+
+static size_t put_text(char *out, const char *text)
+{
+	size_t n = strlen(text);
+	memcpy(out, text, n);
+	return n;
+}
+
+__attribute__((noreturn)) static void size_mismatch(const char *call,
+						  const void *p, size_t size,
+						  size_t usable)
+{
+	char what[128];
+	size_t n = put_text(what, "size ");
+	n += put_decimal(what + n, size);
+	n += put_text(what + n, " does not match the block (");
+	n += put_decimal(what + n, usable);
+	n += put_text(what + n, " bytes): freed as another size or type");
+	what[n] = '\0';
+	tl_fatal(call, p, what);
+}
+
+/* What tl_free_sized_slow checks; anything that is not a live block of
+ * tlmalloc's is left for free to report. */
+static void sized_check(const char *call, const void *p, size_t size,
+			size_t alignment)
+{
+	if (p == NULL || !tl_segment_is_ours(p))
+		return;
+	tl_segment *seg = tl_segment_of(p);
+	tl_page *page = tl_page_of(seg, p);
+	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
+		return;
+	/* the size a block of the page was asked for, as malloc counts it */
+	unsigned cls = tl_aligned_class(alignment, size);
+	if (page->kind == TL_PAGE_HUGE) {
+		size_t usable = seg->map_size - TL_HUGE_GUARD -
+				(size_t)(page->start - (uint8_t *)seg);
+		if (p == page->start && (cls != 0 || size > usable))
+			size_mismatch(call, p, size, usable);
+		return;
+	}
+	if (!tl_block_in_page(page, p))
+		return;
+	size_t asked = alignment > TL_MIN_ALIGN && cls != 0
+			       ? tl_class_size[cls] : size;
+	if (cls == 0 || !tl_page_holds_size(page, asked))
+		size_mismatch(call, p, size, page->block_size);
+}
+
+void tl_free_sized_slow(const char *call, void *p, size_t size,
+			size_t alignment)
+{
+	sized_check(call, p, size, alignment);
+	tl_free_local(p);
 }
 
 /* The secure build fills a freed block (its first two words are the
@@ -134,12 +224,14 @@ void tl_free_owned(tl_page *page, void *p)
 
 static void free_remote(tl_page *page, tl_block *block)
 {
-	uintptr_t mark = tl_free_mark(page, block);
-	if (!tl_free_fast_ok(page, block, mark))
-		check_block("free", page, block, false);
+	/* In full: the block may lie past its page's first slice, where the
+	 * fast path's test of a slice offset does not apply. */
+#if TL_CHECKS
+	check_block("free", page, block, false);
+#endif
 	fill_freed(page, block);
 #if TL_CHECKS
-	block->mark = mark;
+	block->mark = tl_free_mark(page, block);
 #endif
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
 	uintptr_t next;

@@ -35,6 +35,10 @@
 /* Full pages looked at before a new page is taken (heap_check_full). */
 #define TL_HEAP_FULL_CHECK 8
 
+tl_atomic_u32 tl_heap_pressure;
+
+static void heap_release_cached(tl_heap *heap);
+
 /* The static empty page and heap seen by threads that never allocated. */
 tl_page tl_page_empty;
 
@@ -95,6 +99,8 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 	tl_page *page = heap->queue[cls].first;
 	if (page == NULL)
 		page = &tl_page_empty;
+	else if (first != cls)	/* the group's sizes come here */
+		tl_page_allow_size(page, tl_class_min(first));
 	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)
 		heap->direct[i] = page;
@@ -264,10 +270,34 @@ static void young_grow_up(tl_heap *heap, unsigned g)
 		heap_set_direct(heap, cls);
 }
 
+/* A page from the pool or the cache joins queue cls, in front: the head,
+ * if it has a free block (else NULL: an adopted page that was full). */
+static tl_page *heap_add_page(tl_heap *heap, unsigned cls, tl_page *page)
+{
+	heap->pages_owned++;
+	tl_list_push_front(&heap->queue[cls], page);
+	return heap_scan_queue(heap, cls);
+}
+
+/*
+ * Another heap ran out of memory since this one last looked (the count
+ * tl_heap_pressure moved): its cached empty pages go to the pool, where
+ * that heap can take them.
+ */
+static void heap_under_pressure(tl_heap *heap)
+{
+	uint32_t now = tl_u32_load_relaxed(&tl_heap_pressure);
+	if (tl_likely(now == heap->pressure_seen))
+		return;
+	heap->pressure_seen = now;
+	heap_release_cached(heap);
+}
+
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 {
 	tl_assert(cls > 0 && cls < TL_CLASSES);
 	tl_assert_expensive(tl_heap_check(heap));
+	heap_under_pressure(heap);
 	if (class_is_young(heap, cls)) {
 		unsigned g = young_group(cls);
 		if (young_fits(heap, g))
@@ -295,12 +325,91 @@ tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 		}
 		if (page == NULL)
 			return NULL;
-		heap->pages_owned++;
-		tl_list_push_front(&heap->queue[cls], page);
-		if ((page = heap_scan_queue(heap, cls)) != NULL)
+		if ((page = heap_add_page(heap, cls, page)) != NULL)
 			return page;
 		/* An adopted page that was full: it now sits in our full list. */
 	}
+}
+
+/*
+ * Out of memory: the OS refused a mapping, so before malloc returns NULL
+ * the heap uses what it holds, in this order.  Slow, and only taken then.
+ *   1. Empty pages of any class: its own (queue heads and the cache) go
+ *      to the pool, with the abandoned pages other threads have emptied,
+ *      and it looks again (a heap that finds other heaps ran out gives
+ *      its cached empty pages to the pool too: heap_under_pressure).
+ *   2. A free page of the other kind (a 1 MiB page for small blocks, a
+ *      64 KiB one for medium blocks up to 64 KiB).
+ *   3. The address space of what the pool holds free (segments wholly
+ *      free, cached huge blocks) given back, for a new mapping.
+ *   4. Free blocks of a larger class: in its own pages, then in abandoned
+ *      pages it adopts.  The page then accepts a sized free of the
+ *      smaller size (tl_page_allow_size).
+ */
+static void heap_give_back(tl_heap *heap)
+{
+	tl_u32_add_relaxed(&tl_heap_pressure, 1);
+	tl_heap_collect_all(heap, true);
+}
+
+bool tl_heap_release_held(void)
+{
+	tl_heap *heap = tl_heap_local;
+	if (tl_heap_is_thread_heap(heap))
+		heap_give_back(heap);
+	else
+		tl_u32_add_relaxed(&tl_heap_pressure, 1);
+	return tl_pool_unmap_free();
+}
+
+/* Step 4: a page of a larger class with a free block, now allowed to
+ * serve class cls. */
+static tl_page *heap_find_larger(tl_heap *heap, unsigned cls)
+{
+	for (unsigned c = cls + 1; c < TL_CLASSES; c++) {
+		tl_page *page = heap_scan_queue(heap, c);
+		if (page == NULL) {
+			tl_page *adopted = tl_pool_adopt_page(heap, c);
+			if (adopted != NULL)
+				page = heap_add_page(heap, c, adopted);
+		}
+		if (page != NULL) {
+			tl_page_allow_size(page, tl_class_min(cls));
+			return page;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Steps 1-3 walk every page of the heap and of the pool: a heap that
+ * reached step 4 goes there first for its next few calls (a program out
+ * of memory goes on asking), then walks again.
+ */
+#define TL_HEAP_LARGER_FIRST 64
+
+tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
+{
+	tl_page *page;
+	if (heap->larger_first > 0) {
+		heap->larger_first--;
+		if ((page = heap_find_larger(heap, cls)) != NULL)
+			return page;
+	}
+	heap_give_back(heap);
+	tl_pool_reclaim_abandoned();
+	if ((page = tl_heap_find_page(heap, cls)) != NULL)
+		return page;
+	page = tl_pool_take_other_kind(heap, cls);
+	if (page != NULL && (page = heap_add_page(heap, cls, page)) != NULL)
+		return page;
+	if (tl_pool_unmap_free() &&
+	    (page = tl_heap_find_page(heap, cls)) != NULL)
+		return page;
+	page = heap_find_larger(heap, cls);
+	if (page != NULL)
+		heap->larger_first = TL_HEAP_LARGER_FIRST;
+	return page;
 }
 
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)

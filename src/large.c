@@ -95,6 +95,8 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		tl_large_free(seg);
 	}
 	seg = tl_segment_create_huge(size, alignment);
+	if (seg == NULL && tl_heap_release_held()) /* out of memory */
+		seg = tl_segment_create_huge(size, alignment);
 	if (seg == NULL) {
 		errno = ENOMEM;
 		return NULL;

@@ -8,14 +8,17 @@
  * std::get_new_handler and std::__throw_bad_alloc, referenced weakly: any
  * program that calls operator new has libstdc++ loaded, so they resolve.
  * (If libstdc++ arrives later by dlopen, a failing new aborts instead.)
- * The nothrow forms return NULL; the deletes ignore the size and alignment
- * hints, since a block knows its page.  Built with -fexceptions, so a
+ * The nothrow forms return NULL.  A delete needs no hint, since a block
+ * knows its page; the sized deletes check the size they are given (the
+ * default and secure builds): a block deleted through a pointer to
+ * another type is reported (free.c, tl_free_sized_slow), the aligned
+ * ones at the class their new took.  Built with -fexceptions, so a
  * handler's exception passes through.
  */
 #include <stdlib.h>
 
 #include "tlmalloc.h"
-#include "tlmalloc/internal.h"
+#include "tlmalloc/fastpath.h"
 
 #ifndef TL_NO_OVERRIDE
 
@@ -110,6 +113,115 @@ void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *tag)
 {
 	(void)tag;
 	return new_retry(n, al, true);
+}
+
+TL_EXPORT void _ZdlPv(void *p);
+TL_EXPORT void _ZdaPv(void *p);
+TL_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag);
+TL_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag);
+TL_EXPORT void _ZdlPvm(void *p, size_t n);
+TL_EXPORT void _ZdaPvm(void *p, size_t n);
+TL_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t al);
+TL_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t al);
+TL_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al,
+						   const void *tag);
+TL_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al,
+						   const void *tag);
+TL_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al);
+TL_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al);
+
+/* operator delete(void *) */
+void _ZdlPv(void *p)
+{
+	tl_free_local(p);
+}
+
+/* operator delete[](void *) */
+void _ZdaPv(void *p)
+{
+	tl_free_local(p);
+}
+
+/* operator delete(void *, const std::nothrow_t &) */
+void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
+{
+	(void)tag;
+	tl_free_local(p);
+}
+
+/* operator delete[](void *, const std::nothrow_t &) */
+void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
+{
+	(void)tag;
+	tl_free_local(p);
+}
+
+/* operator delete(void *, size_t) */
+void _ZdlPvm(void *p, size_t n)
+{
+	tl_free_sized_local("operator delete", p, n);
+}
+
+/* operator delete[](void *, size_t) */
+void _ZdaPvm(void *p, size_t n)
+{
+	tl_free_sized_local("operator delete[]", p, n);
+}
+
+/* operator delete(void *, std::align_val_t) */
+void _ZdlPvSt11align_val_t(void *p, size_t al)
+{
+	(void)al;
+	tl_free_local(p);
+}
+
+/* operator delete[](void *, std::align_val_t) */
+void _ZdaPvSt11align_val_t(void *p, size_t al)
+{
+	(void)al;
+	tl_free_local(p);
+}
+
+/* operator delete(void *, std::align_val_t, const std::nothrow_t &) */
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *tag)
+{
+	(void)al;
+	(void)tag;
+	tl_free_local(p);
+}
+
+/* operator delete[](void *, std::align_val_t, const std::nothrow_t &) */
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *tag)
+{
+	(void)al;
+	(void)tag;
+	tl_free_local(p);
+}
+
+/* The aligned sized deletes: the check at the alignment, then free. */
+static void delete_aligned_sized(const char *call, void *p, size_t n,
+				 size_t al)
+{
+#if TL_CHECKS
+	tl_free_sized_slow(call, p, n, al);
+#else
+	(void)call;
+	(void)n;
+	(void)al;
+	tl_free_local(p);
+#endif
+}
+
+/* operator delete(void *, size_t, std::align_val_t) */
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al)
+{
+	delete_aligned_sized("operator delete", p, n, al);
+}
+
+/* operator delete[](void *, size_t, std::align_val_t) */
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al)
+{
+	delete_aligned_sized("operator delete[]", p, n, al);
 }
 
 #endif /* TL_NO_OVERRIDE */

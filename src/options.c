@@ -157,14 +157,21 @@ int tl_option_set(const char *name, long value)
 	return 0;
 }
 
-bool tl_option_fault_map_now(void)
+/* Count option id down by one, but not below stop; whether it was at 1. */
+static bool count_down(enum tl_option_id id, uint64_t stop)
 {
-	uint64_t left = tl_u64_load_relaxed(&tl_option_values[TL_OPT_fault_map]);
-	while (left != 0) {
+	uint64_t left = tl_u64_load_relaxed(&tl_option_values[id]);
+	while (left > stop) {
 		if (atomic_compare_exchange_weak_explicit(
-			    &tl_option_values[TL_OPT_fault_map].v, &left, left - 1,
+			    &tl_option_values[id].v, &left, left - 1,
 			    memory_order_relaxed, memory_order_relaxed))
 			return left == 1;
 	}
-	return false;
+	return left == 1;
+}
+
+bool tl_option_fault_map_now(void)
+{
+	bool once = count_down(TL_OPT_fault_map, 0);
+	return count_down(TL_OPT_fault_oom, 1) || once;
 }

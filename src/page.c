@@ -53,6 +53,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 	page->reserved = (uint32_t)(area / page->block_size);
 	page->slice_magic = tl_slice_magic(page->block_size);
 	page->div_magic = UINT64_MAX / page->block_size + 1;
+	__atomic_store_n(&page->sized_min, tl_class_min(cls), __ATOMIC_RELAXED);
 	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
 #if TL_SECURE
 	tl_secure_page_init(page);

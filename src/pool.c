@@ -140,21 +140,44 @@ static tl_page *take_free_locked(enum tl_page_kind kind)
 
 static void adopt_orphans_locked(void);
 
+/* An abandoned page of class cls, now heap's: under the lock, an owner
+ * ABANDONED means "on the list". */
+static tl_page *adopt_locked(tl_heap *heap, unsigned cls)
+{
+	adopt_orphans_locked();
+	tl_page *page = pool.abandoned[cls].first;
+	if (page == NULL)
+		return NULL;
+	tl_list_remove(&pool.abandoned[cls], page);
+	/* its given-back blocks are the new owner's to touch */
+	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
+	tl_uptr_store_release(&page->owner, heap->id);
+	return page;
+}
+
+/* A free page formatted for class cls, now heap's. */
+static tl_page *own_free_page(tl_heap *heap, unsigned cls, tl_page *page)
+{
+	tl_page_format(page, cls);
+	/* release: a statistics reader that sees the owner sees the format */
+	tl_uptr_store_release(&page->owner, heap->id);
+	return page;
+}
+
+static enum tl_page_kind class_kind(unsigned cls)
+{
+	return tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
+						  : TL_PAGE_MEDIUM;
+}
+
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 {
-	enum tl_page_kind kind = tl_class_size[cls] <= TL_SMALL_MAX
-					 ? TL_PAGE_SMALL : TL_PAGE_MEDIUM;
+	enum tl_page_kind kind = class_kind(cls);
 	tl_page *page;
 	for (;;) {
 		tl_lock_acquire(&pool.lock);
-		adopt_orphans_locked();
-		page = pool.abandoned[cls].first;
+		page = adopt_locked(heap, cls);
 		if (page != NULL) {
-			tl_list_remove(&pool.abandoned[cls], page);
-			/* its given-back blocks are the new owner's to touch */
-			__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
-			/* under the lock: owner ABANDONED means "on the list" */
-			tl_uptr_store_release(&page->owner, heap->id);
 			tl_assert_expensive(tl_pool_check_locked());
 			tl_lock_release(&pool.lock);
 			tl_page_collect(page);
@@ -169,10 +192,34 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		if (tl_segment_create(kind) == NULL)
 			return NULL;
 	}
-	tl_page_format(page, cls);
-	/* release: a statistics reader that sees the owner sees the format */
-	tl_uptr_store_release(&page->owner, heap->id);
+	return own_free_page(heap, cls, page);
+}
+
+tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
+{
+	tl_lock_acquire(&pool.lock);
+	tl_page *page = adopt_locked(heap, cls);
+	tl_lock_release(&pool.lock);
+	if (page != NULL)
+		tl_page_collect(page);
 	return page;
+}
+
+/*
+ * Out of memory: a free page of the other kind.  Any page holds blocks of
+ * any class that fits in it (the descriptors of its slices find them):
+ * a 1 MiB page holds small blocks, a 64 KiB page medium ones up to 64 KiB.
+ */
+tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls)
+{
+	enum tl_page_kind kind = class_kind(cls) == TL_PAGE_SMALL
+					 ? TL_PAGE_MEDIUM : TL_PAGE_SMALL;
+	if (kind == TL_PAGE_SMALL && tl_class_size[cls] > TL_SLICE_SIZE)
+		return NULL;
+	tl_lock_acquire(&pool.lock);
+	tl_page *page = take_free_locked(kind);
+	tl_lock_release(&pool.lock);
+	return page != NULL ? own_free_page(heap, cls, page) : NULL;
 }
 
 void tl_pool_give_page(tl_page *page)
@@ -587,6 +634,26 @@ bool tl_pool_purge(bool force)
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&pool.lock);
 	return released;
+}
+
+void tl_pool_reclaim_abandoned(void)
+{
+	tl_lock_acquire(&pool.lock);
+	adopt_orphans_locked();
+	reclaim_abandoned_locked(tl_os_now_ms());
+	tl_lock_release(&pool.lock);
+}
+
+bool tl_pool_unmap_free(void)
+{
+	tl_lock_acquire(&pool.lock);
+	uint64_t before = pool.unmapped;
+	tl_lock_release(&pool.lock);
+	tl_pool_purge(true);
+	tl_lock_acquire(&pool.lock);
+	bool unmapped = pool.unmapped != before;
+	tl_lock_release(&pool.lock);
+	return unmapped;
 }
 
 bool tl_pool_purge_pending(void)

@@ -1,7 +1,10 @@
 /*
  * fastpath.c - the allocator's fast path alone: one thread, --iters
  * malloc/free pairs (default 1e7, quick 1e6) of 64 bytes (--mix fixed) or of
- * 8 * ((i % 64) + 1) bytes (--mix mix, the default).  bench/fastpath.sh runs
+ * 8 * ((i % 64) + 1) bytes (--mix mix, the default); or C++ operator new of
+ * 64 bytes with operator delete (--mix new) or the sized operator delete
+ * (--mix sized), called by their mangled names (the preloaded allocator's,
+ * else libstdc++'s, which the program links).  bench/fastpath.sh runs
  * it under callgrind at two lengths and divides the difference in
  * instructions by the difference in pairs: instructions per pair, with the
  * start-up cost cancelled out.
@@ -42,6 +45,30 @@ static void run_mix(long iters)
 	}
 }
 
+void *_Znwm(size_t n);
+void _ZdlPv(void *p);
+void _ZdlPvm(void *p, size_t n);
+
+static void run_new(long iters)
+{
+	for (long i = 0; i < iters; i++) {
+		void *p = _Znwm(64);
+
+		bench_escape(p);
+		_ZdlPv(p);
+	}
+}
+
+static void run_sized(long iters)
+{
+	for (long i = 0; i < iters; i++) {
+		void *p = _Znwm(64);
+
+		bench_escape(p);
+		_ZdlPvm(p, 64);
+	}
+}
+
 /* Blocks of every size of the mix, live at once, keep their contents. */
 static void check_blocks(void)
 {
@@ -67,24 +94,28 @@ int main(int argc, char **argv)
 	const struct bench_opt opts[] = {
 		{ "--iters", "malloc/free pairs (default 1e7, quick 1e6)",
 		  &iters, NULL },
-		{ "--mix", "fixed (64 bytes) or mix (8..512 bytes); default "
+		{ "--mix", "fixed (64 bytes), mix (8..512 bytes), new or "
+			   "sized (C++ new and delete of 64 bytes); default "
 			   "mix", NULL, &mix },
 		{ NULL, NULL, NULL, NULL },
 	};
-	int fixed;
 	double t0, secs;
 
 	bench_parse(argc, argv, "Single-threaded malloc/free pairs, for "
 		    "counting the fast path's instructions.", opts);
 	bench_pick(&iters, 10000000, 1000000);
-	bench_require(!strcmp(mix, "fixed") || !strcmp(mix, "mix"), argv[0],
-		      "--mix: fixed or mix");
+	bench_require(!strcmp(mix, "fixed") || !strcmp(mix, "mix") ||
+		      !strcmp(mix, "new") || !strcmp(mix, "sized"), argv[0],
+		      "--mix: fixed, mix, new or sized");
 	bench_require(iters >= 1, argv[0], "--iters must be >= 1");
-	fixed = !strcmp(mix, "fixed");
 
 	t0 = bench_now();
-	if (fixed)
+	if (!strcmp(mix, "fixed"))
 		run_fixed(iters);
+	else if (!strcmp(mix, "new"))
+		run_new(iters);
+	else if (!strcmp(mix, "sized"))
+		run_sized(iters);
 	else
 		run_mix(iters);
 	secs = bench_now() - t0;

@@ -70,6 +70,11 @@ static inline void tl_u32_store_release(tl_atomic_u32 *a, uint32_t x)
 	atomic_store_explicit(&a->v, x, memory_order_release);
 }
 
+static inline void tl_u32_add_relaxed(tl_atomic_u32 *a, uint32_t x)
+{
+	atomic_fetch_add_explicit(&a->v, x, memory_order_relaxed);
+}
+
 static inline uint32_t tl_u32_exchange_acquire(tl_atomic_u32 *a, uint32_t x)
 {
 	return atomic_exchange_explicit(&a->v, x, memory_order_acquire);

@@ -24,7 +24,7 @@
  * test/fastpath/budget.txt (the one place those numbers live).
  *
  * Included by the files that run a fast path or one of its steps: api.c,
- * alloc.c, free.c, fault.c (the probe), ts.c.
+ * alloc.c, free.c, new_delete.c (the sized free), fault.c (the probe), ts.c.
  */
 #ifndef TLMALLOC_FASTPATH_H
 #define TLMALLOC_FASTPATH_H
@@ -152,10 +152,12 @@ static inline void *tl_malloc_local(size_t size)
 
 /*
  * Whether a block freed into a page its caller owns passes the fast path's
- * checks: it starts a block (its offset in its slice, which is the page's
- * first for every page the fast path reaches, is a multiple of the block
- * size: tl_page.slice_magic) and does not carry the free mark.  The secure
- * build checks every free in full (free.c), the fast variant none.
+ * checks: it starts a carved block (its offset in its slice, which is the
+ * page's first for every page the fast path reaches, is a multiple of the
+ * block size below the carved part: tl_page.slice_magic and slice_limit)
+ * and does not carry the free mark.  Only for a block in its page's first
+ * slice (the owner's fast path reaches no other).  The secure build checks
+ * every free in full (free.c), the fast variant none.
  */
 static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
 				   uintptr_t mark)
@@ -172,7 +174,8 @@ static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
 	return true;
 #else
 	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
-	return tl_slice_offset_starts(off, page->slice_magic) &&
+	return tl_slice_offset_starts(off, page->slice_magic,
+				      page->slice_limit) &&
 	       block->mark != mark;
 #endif
 }
@@ -241,15 +244,15 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
  * tl_free_fast_ok(page, block, seg), then the mark kept for the push:
  *
  *	off = (uint16_t)(uintptr_t)p;			offset in its slice
- *	if (off * page->slice_magic >= page->slice_magic)	(32 bits)
- *		goto slow;				not a block's start
+ *	if (off * page->slice_magic >= page->slice_limit)	(32 bits)
+ *		goto slow;				not a carved block's start
  *	if (block->mark == (uintptr_t)seg)
  *		goto slow;				marked free already
  */
 #define TL_FREE_CHECKS_X86 \
 		"movzwl %w[p], %%ecx\n\t" \
 		"imul %c[magic](%%rax,%%rdx), %%ecx\n\t" \
-		"cmp %c[magic](%%rax,%%rdx), %%ecx\n\t" \
+		"cmp %c[limit](%%rax,%%rdx), %%ecx\n\t" \
 		"jae %l[slow]\n\t" \
 		"cmp %%rax, 8(%[p])\n\t" \
 		"je %l[slow]\n\t"
@@ -260,52 +263,101 @@ static inline void tl_heap_free(tl_heap *heap, void *p)
 #define TL_FREE_CHECKS_X86
 #define TL_FREE_MARK_X86
 #endif
+/*
+ * Free's steps up to the owner's test (rax: seg, rdx: the slice's offset
+ * in seg->slices, rcx: scratch):
+ *
+ *	seg = tl_segment_of(p);
+ *	if ((intptr_t)seg < 0) goto slow;		NULL, not user space
+ *	slice = (p >> 16) % 64 * sizeof(tl_page);
+ *	page = (tl_page *)((char *)seg->slices + slice);	tl_slice_of
+ *	if (page->owner != tl_thread_id()) goto slow;	the read is the probe
+ */
+#define TL_FREE_HEAD_X86 \
+		"lea -1(%[p]), %%rax\n\t" \
+		"and %[segmask], %%rax\n\t" \
+		"js %l[slow]\n\t" \
+		"mov %[p], %%rdx\n\t" \
+		"shr %[shift], %%rdx\n\t" \
+		"and %[index], %%edx\n\t" \
+		"1:\n\t" \
+		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t" \
+		TL_FREE_PROBE_RECORD \
+		"cmp %%rcx, %%fs:0\n\t" \
+		"jne %l[slow]\n\t"
+/*
+ * Then the checks, and the push (tl_page_push_local):
+ *
+ *	block->next = page->local_free;
+ *	block->mark = (uintptr_t)seg;			TL_CHECKS
+ *	page->local_free = block;
+ */
+#define TL_FREE_TAIL_X86 \
+		TL_FREE_CHECKS_X86 \
+		"mov %c[local](%%rax,%%rdx), %%rcx\n\t" \
+		"mov %%rcx, (%[p])\n\t" \
+		TL_FREE_MARK_X86 \
+		"mov %[p], %c[local](%%rax,%%rdx)"
+#define TL_FREE_OPERANDS_X86 \
+		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK), \
+		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT), \
+		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT), \
+		  [owner] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, owner)), \
+		  [magic] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, slice_magic)), \
+		  [limit] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, slice_limit)), \
+		  [local] "i"(offsetof(tl_segment, slices) + \
+			      offsetof(tl_page, local_free))
+
 static inline void tl_free_local(void *p)
 {
-	/* rax: seg, rdx: the slice's offset in seg->slices, rcx: scratch */
 	__asm__ goto(
-		/* seg = tl_segment_of(p);
-		 * if ((intptr_t)seg < 0) goto slow;	NULL, not user space */
-		"lea -1(%[p]), %%rax\n\t"
-		"and %[segmask], %%rax\n\t"
-		"js %l[slow]\n\t"
-		/* slice = (p >> 16) % 64 * sizeof(tl_page);
-		 * page = (tl_page *)((char *)seg->slices + slice);
-		 *					tl_slice_of */
-		"mov %[p], %%rdx\n\t"
-		"shr %[shift], %%rdx\n\t"
-		"and %[index], %%edx\n\t"
-		/* if (page->owner != tl_thread_id()) goto slow;
-		 *					the read is the probe */
-		"1:\n\t"
-		"mov %c[owner](%%rax,%%rdx), %%rcx\n\t"
-		TL_FREE_PROBE_RECORD
-		"cmp %%rcx, %%fs:0\n\t"
-		"jne %l[slow]\n\t"
-		TL_FREE_CHECKS_X86
-		/* block->next = page->local_free;	tl_page_push_local */
-		"mov %c[local](%%rax,%%rdx), %%rcx\n\t"
-		"mov %%rcx, (%[p])\n\t"
-		TL_FREE_MARK_X86
-		/* page->local_free = block; */
-		"mov %[p], %c[local](%%rax,%%rdx)"
+		TL_FREE_HEAD_X86
+		TL_FREE_TAIL_X86
 		:
-		: [p] "D"(p),
-		  [segmask] "i"(~(intptr_t)TL_SEGMENT_MASK),
-		  [shift] "i"(TL_SLICE_SHIFT - TL_PAGE_DESC_SHIFT),
-		  [index] "i"((TL_SLICES - 1) << TL_PAGE_DESC_SHIFT),
-		  [owner] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, owner)),
-		  [magic] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, slice_magic)),
-		  [local] "i"(offsetof(tl_segment, slices) +
-			      offsetof(tl_page, local_free))
+		: [p] "D"(p), TL_FREE_OPERANDS_X86
 		: "rax", "rcx", "rdx", "memory", "cc"
 		: slow);
 	return;
 slow:
 	tl_free_slow(p);
 }
+
+#if TL_CHECKS
+/*
+ * The sized free (below), written out the same way: free's steps with
+ * tl_page_holds_size between the owner's test and the checks:
+ *
+ *	if (size > page->block_size) goto slow;		larger than the block
+ *	if (size < page->sized_min) goto slow;		of a smaller class
+ */
+static inline void tl_free_sized_local(const char *call, void *p, size_t size)
+{
+	__asm__ goto(
+		TL_FREE_HEAD_X86
+		"mov %c[bsize](%%rax,%%rdx), %%ecx\n\t"
+		"cmp %%rcx, %[size]\n\t"
+		"ja %l[slow]\n\t"
+		"mov %c[smin](%%rax,%%rdx), %%ecx\n\t"
+		"cmp %%rcx, %[size]\n\t"
+		"jb %l[slow]\n\t"
+		TL_FREE_TAIL_X86
+		:
+		: [p] "D"(p), [size] "S"(size), TL_FREE_OPERANDS_X86,
+		  [bsize] "i"(offsetof(tl_segment, slices) +
+			      offsetof(tl_page, block_size)),
+		  [smin] "i"(offsetof(tl_segment, slices) +
+			     offsetof(tl_page, sized_min))
+		: "rax", "rcx", "rdx", "memory", "cc"
+		: slow);
+	return;
+slow:
+	tl_free_sized_slow(call, p, size, 0);
+}
+#define TL_FREE_SIZED_WRITTEN_OUT 1
+#endif
 #else
 static inline void tl_free_local(void *p)
 {
@@ -324,6 +376,39 @@ static inline void tl_free_local(void *p)
 		return;
 	}
 	tl_free_slow(p);
+}
+#endif
+
+/*
+ * The calling thread's sized free; call names it in a report.  The fast
+ * path is free's (tl_free_local's C version) with one more test: the page
+ * holds blocks asked for with size bytes (tl_page_holds_size).  Anything
+ * else, including another owner's page, goes to the full check
+ * (tl_free_sized_slow), then to free.
+ */
+#ifndef TL_FREE_SIZED_WRITTEN_OUT
+static inline void tl_free_sized_local(const char *call, void *p, size_t size)
+{
+#if TL_CHECKS
+	tl_segment *seg = tl_segment_of(p);
+	if (tl_likely((intptr_t)seg >= 0)) {
+		tl_page *page = tl_slice_of(seg, p);
+		if (tl_likely(tl_page_owner_probe(page, p) == tl_thread_id() &&
+			      tl_page_holds_size(page, size))) {
+			uintptr_t mark = tl_free_mark(page, p);
+			if (tl_likely(tl_free_fast_ok(page, p, mark)))
+				tl_page_push_local(page, p, mark);
+			else
+				tl_free_owned(page, p);
+			return;
+		}
+	}
+	tl_free_sized_slow(call, p, size, 0);
+#else
+	(void)call;
+	(void)size;
+	tl_free_local(p);
+#endif
 }
 #endif
 

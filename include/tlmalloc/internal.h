@@ -113,6 +113,10 @@ extern tl_heap tl_heap_empty;
 extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
 
+/* Times a heap ran out of memory: the others then give their cached
+ * empty pages to the pool (heap.c, "out of memory"). */
+extern tl_atomic_u32 tl_heap_pressure;
+
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
@@ -125,6 +129,16 @@ void tl_heap_collect_all(tl_heap *heap, bool release);
 void tl_heap_destroy(tl_heap *heap);
 /* A page of class cls with a free block, or NULL when out of memory. */
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
+/*
+ * When tl_heap_find_page found none: a page with a free block for a
+ * request of class cls from what the heap and the pool hold (heap.c,
+ * "out of memory"), perhaps of a larger class; NULL if nothing is left.
+ */
+tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls);
+/* Out of memory for a huge block: the calling thread's empty pages and
+ * the pool's free memory go back to the OS (step 1 of the above); false
+ * if no segment was unmapped (a retry would fail the same way). */
+bool tl_heap_release_held(void);
 /* The owner freed into a page flagged full: back to its queue. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
 
@@ -143,6 +157,16 @@ static inline unsigned tl_size_to_class(size_t size)
 	return 8 + (b - 7) * 4 + k;
 }
 
+/* The least size of class cls: one more than the class below. */
+static inline uint32_t tl_class_min(unsigned cls)
+{
+	return cls <= 1 ? 0 : tl_class_size[cls - 1] + 1;
+}
+
+/* The class tl_alloc_aligned gives size bytes at alignment (a power of
+ * two), or 0 where it gives a huge block. */
+unsigned tl_aligned_class(size_t alignment, size_t size);
+
 /* ---- pages (page.c) ---- */
 /*
  * avail, capacity and block_size are the owner's, but the statistics read
@@ -154,12 +178,35 @@ static inline void tl_page_set_avail(tl_page *page, uint32_t v)
 	__atomic_store_n(&page->avail, v, __ATOMIC_RELAXED);
 }
 
+static inline uint32_t tl_slice_limit(uint32_t magic, uint32_t bs,
+				      uint32_t capacity);
+
+/* capacity, and with it the fast path's limit of block starts. */
 static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
 {
 	__atomic_store_n(&page->capacity, v, __ATOMIC_RELAXED);
+	page->slice_limit = tl_slice_limit(page->slice_magic, page->block_size, v);
 }
 
 void tl_page_format(tl_page *page, unsigned cls);
+
+/* Whether a block of page may have been asked for with size bytes: what
+ * a sized free accepts and what realloc keeps in place (types.h,
+ * tl_page.sized_min).  Not for huge pages. */
+static inline bool tl_page_holds_size(const tl_page *page, size_t size)
+{
+	return size <= __atomic_load_n(&page->block_size, __ATOMIC_RELAXED) &&
+	       size >= __atomic_load_n(&page->sized_min, __ATOMIC_RELAXED);
+}
+
+/* The owner hands out a block of page for a request as small as min
+ * bytes (a young group's, an out-of-memory fallback's): a sized free of
+ * that size must pass from now on. */
+static inline void tl_page_allow_size(tl_page *page, uint32_t min)
+{
+	if (min < page->sized_min)
+		__atomic_store_n(&page->sized_min, min, __ATOMIC_RELAXED);
+}
 /* Carve more fresh blocks into page->free; false if none are left. */
 bool tl_page_extend(tl_page *page);
 /*
@@ -336,6 +383,11 @@ struct tl_pool_stats {
 };
 /* A formatted page of class cls owned by heap (adopted or fresh). */
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls);
+/* An abandoned page of class cls, now heap's; NULL if none. */
+tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls);
+/* Out of memory: a free page of the kind that class cls does not use,
+ * formatted for it and owned by heap; NULL if none (no mapping). */
+tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
 /* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
 bool tl_pool_cache_huge(tl_segment *seg);
@@ -354,6 +406,12 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
 /* Purge free pages whose delay ran out (all of them if force). */
 bool tl_pool_purge(bool force);
 bool tl_pool_purge_pending(void);
+/* Out of memory: the abandoned pages that other threads emptied become
+ * free pages (as a purge does, without purging). */
+void tl_pool_reclaim_abandoned(void);
+/* Out of memory: purge everything, abandoned pages emptied since
+ * included; whether a segment was unmapped (address space for a retry). */
+bool tl_pool_unmap_free(void);
 void tl_pool_stats_get(struct tl_pool_stats *out);
 /* The same after counting the caller's heap and the shared heap exactly
  * (stats.c). */
@@ -436,6 +494,14 @@ void tl_free_slow(void *p) TL_NOINLINE;
  */
 void tl_free_check(const char *call, const tl_page *page, const void *p,
 		   bool owner) TL_NOINLINE;
+/*
+ * A sized free (free_sized, free_aligned_sized, the sized deletes) in
+ * full: abort with a line naming call, p and both sizes unless size (at
+ * alignment, 0 for none) may be what p was asked for, then free p (which
+ * reports what is not a live block of tlmalloc's).
+ */
+void tl_free_sized_slow(const char *call, void *p, size_t size,
+			size_t alignment) TL_NOINLINE;
 /* Free p into page, which the caller owns, after tl_free_check. */
 void tl_free_owned(tl_page *page, void *p) TL_NOINLINE;
 void *tl_alloc_aligned(size_t alignment, size_t size);
@@ -469,18 +535,35 @@ __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
 /* ---- blocks ---- */
-/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX). */
+/* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX):
+ * 2^32 / bs, plus one, so that magic * bs = 2^32 + e with 0 < e <= bs. */
 static inline uint32_t tl_slice_magic(uint32_t bs)
 {
-	return UINT32_MAX / bs + 1;
+	return (uint32_t)(((uint64_t)1 << 32) / bs + 1);
 }
 
-/* Whether an offset below TL_SLICE_SIZE is a multiple of the block size
- * whose slice_magic is magic: one multiply and one compare, exact for
- * every class (test/unit/block_start.c). */
-static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic)
+/*
+ * Offset k * bs times magic is k * e (mod 2^32): growing with k, and below
+ * magic for every block start in a slice, while any other offset lands at
+ * magic or above.  So off * magic < k * e says "a block start, of one of
+ * the first k blocks": tl_page.slice_limit, for the k blocks carved.  The
+ * limit never exceeds magic (block starts that far are not in the slice).
+ */
+static inline uint32_t tl_slice_limit(uint32_t magic, uint32_t bs,
+				      uint32_t capacity)
 {
-	return off * magic < magic;
+	uint32_t e = magic * bs;	/* wraps: 2^32 + e */
+	uint64_t limit = (uint64_t)capacity * e;
+	return limit < magic ? (uint32_t)limit : magic;
+}
+
+/* Whether an offset below TL_SLICE_SIZE is the start of one of the blocks
+ * that the limit (tl_slice_limit) counts: one multiply and one compare,
+ * exact for every class (test/unit/block_start.c). */
+static inline bool tl_slice_offset_starts(uint32_t off, uint32_t magic,
+					  uint32_t limit)
+{
+	return off * magic < limit;
 }
 
 /* Whether p is the start of a block in the carved part of page: a range

@@ -28,6 +28,10 @@
 	  "Fault injection for tests: the Nth OS mapping from now on fails " \
 	  "as if the OS refused it (0: off).  Counts down; set it again to " \
 	  "fail another.")                                                   \
+	X(fault_oom, 0, 0, 1000000000,                                       \
+	  "Fault injection for tests: from the Nth OS mapping from now on, " \
+	  "every mapping fails as if the OS were out of memory, until it is "\
+	  "set to 0 (0: off).")                                              \
 	X(catch_foreign, 1, 0, 1,                                            \
 	  "1: at start-up, install a SIGSEGV handler that reports a free "   \
 	  "whose pointer's 4 MiB-aligned base is unmapped (another "         \
@@ -62,7 +66,8 @@ static inline long tl_option(enum tl_option_id id)
 /* Read TLMALLOC_* from the environment (idempotent, allocates nothing). */
 void tl_options_init(void);
 
-/* Fault injection: true if this OS mapping must fail (counts down). */
+/* Fault injection: true if this OS mapping must fail (fault_map counts
+ * down to it once, fault_oom to it and stays there). */
 bool tl_option_fault_map_now(void);
 
 #endif /* TLMALLOC_OPTIONS_H */

@@ -158,7 +158,7 @@ typedef struct tl_page {
 	uint32_t avail;		/* owner: length of free when last counted */
 	uint32_t capacity;	/* owner: blocks carved so far */
 	uint32_t reserved;	/* blocks that fit in the page */
-	uint32_t block_size;	/* bytes per block; huge: usable bytes */
+	uint32_t block_size;	/* bytes per block; huge: 0 */
 	uint8_t size_class;	/* 0 for a page without a class */
 	uint8_t kind;		/* enum tl_page_kind */
 	uint8_t dirty;		/* pool: holds data not yet purged */
@@ -186,10 +186,24 @@ typedef struct tl_page {
 	 * free fast path's test of a block start, next to owner.
 	 */
 	uint32_t slice_magic;
+	/*
+	 * Owner: what off * slice_magic stays below for the blocks carved so
+	 * far (tl_slice_limit, kept by tl_page_set_capacity), so the same test
+	 * also rejects a block start past the carved part.
+	 */
+	uint32_t slice_limit;
 	/* Abandoned: bytes inside its free blocks given back to the OS
 	 * (tl_page_purge_free), which the statistics do not count as held;
 	 * 0 once a heap adopts it (pool lock). */
 	uint32_t purged;
+	/*
+	 * The least size a block of the page may have been asked for with
+	 * (its class's, or its young group's, or less after an out-of-memory
+	 * fallback: tl_page_allow_size); with block_size, what a sized free
+	 * accepts and what realloc keeps in place.  Set by tl_page_format,
+	 * only ever lowered by the owner until the next format (relaxed).
+	 */
+	uint32_t sized_min;
 	/* Set by tl_page_format: UINT64_MAX / block_size + 1, the same test
 	 * for any offset in the page (tl_block_in_page). */
 	uint64_t div_magic;
@@ -259,6 +273,9 @@ struct tl_heap {
 	/* Bit g: class group g is young, its classes share the page of its
 	 * largest class (heap.c, "young groups"). */
 	uint32_t young;
+	uint32_t pressure_seen;		/* tl_heap_pressure when last looked */
+	/* Out of memory: calls that try larger classes first (heap.c) */
+	uint32_t larger_first;
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
 } __attribute__((aligned(64)));
 

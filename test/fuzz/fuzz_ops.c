@@ -484,6 +484,10 @@ static void op_free(struct reader *r, int how)
 	};
 	if (b->state == FZ_AWAY)
 		return;
+	/* free_sized is for malloc's blocks (C23), which the sized free
+	 * checks: a block of the aligned family gives its alignment */
+	if (how == 1 && b->align > FZ_MIN_ALIGN)
+		how = 2;
 	fz_call = names[how];
 	TRACE("step %u: %s([%d] %p)\n", fz_step, fz_call, slot, (void *)b->p);
 	if (b->state == FZ_LIVE)

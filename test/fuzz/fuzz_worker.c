@@ -39,8 +39,12 @@ static void worker_free(struct fz_job *job)
 	case 0:
 		tl_free(b->p);
 		break;
-	case 1:
-		tl_free_sized(b->p, b->req);
+	case 1:	/* free_sized is for malloc's blocks (C23), which the
+		 * sized free checks: an aligned block gives its alignment */
+		if (b->align > FZ_MIN_ALIGN)
+			tl_free_aligned_sized(b->p, b->align, b->req);
+		else
+			tl_free_sized(b->p, b->req);
 		break;
 	case 2:
 		if (tl_realloc(b->p, 0) != NULL)

@@ -1,10 +1,12 @@
 /*
  * block_start.c - the free fast path's test of a block start (internal.h,
- * tl_slice_offset_starts with tl_page.slice_magic) agrees with a division,
- * for every size class and every offset in a 64 KiB slice: a wrong answer
- * would let an interior pointer through (or reject a real block).  And
- * tl_size_to_class gives every size up to TL_MEDIUM_MAX the smallest class
- * that holds it (malloc's generic path and the class queues' path).
+ * tl_slice_offset_starts with tl_page.slice_magic and slice_limit) agrees
+ * with a division, for every size class, every offset in a 64 KiB slice,
+ * and carved parts of several lengths: a wrong answer would let an
+ * interior pointer, or a block start past the carved part, through (or
+ * reject a real block).  And tl_size_to_class gives every size up to
+ * TL_MEDIUM_MAX the smallest class that holds it (malloc's generic path
+ * and the class queues' path).
  */
 #include <stdio.h>
 
@@ -16,12 +18,25 @@ int main(void)
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		uint32_t bs = tl_class_size[cls];
 		uint32_t magic = tl_slice_magic(bs);
-		for (uint32_t off = 0; off < TL_SLICE_SIZE; off++, tried++) {
-			if (tl_slice_offset_starts(off, magic) == (off % bs == 0))
-				continue;
-			if (wrong++ < 10)
-				fprintf(stderr, "class %u (%u bytes): offset "
-					"%u answered wrong\n", cls, bs, off);
+		uint32_t in_slice = (uint32_t)((TL_SLICE_SIZE + bs - 1) / bs);
+		/* carved: none, one, two, half the slice, all but the last
+		 * block of the slice, the slice, and a whole medium page */
+		uint32_t caps[] = { 0, 1, 2, in_slice / 2, in_slice - 1,
+				    in_slice, (1u << 20) / bs };
+		for (unsigned c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+			uint32_t cap = caps[c];
+			uint32_t limit = tl_slice_limit(magic, bs, cap);
+			for (uint32_t off = 0; off < TL_SLICE_SIZE;
+			     off++, tried++) {
+				bool want = off % bs == 0 && off / bs < cap;
+				if (tl_slice_offset_starts(off, magic, limit) ==
+				    want)
+					continue;
+				if (wrong++ < 10)
+					fprintf(stderr, "class %u (%u bytes), "
+						"%u carved: offset %u answered "
+						"wrong\n", cls, bs, cap, off);
+			}
 		}
 	}
 	printf("%lu offsets tried, %lu answered wrong\n", tried, wrong);

@@ -25,6 +25,23 @@
  *   foreign_unmapped_free_silent  free of a pointer into a mapping whose
  *                               4 MiB-aligned base is unmapped (free's
  *                               first read there faults: fault.c)
+ *   past_carved_free_silent     free(malloc(16) + 16384): a block start of
+ *                               the page past its carved blocks, on the
+ *                               owner's fast path
+ *   past_carved_small_silent    the same in a 3 KiB page
+ *   past_carved_medium_silent   ... in the first slice of a 10 KiB page
+ *   interior_remote_medium_silent  another thread frees a pointer into a
+ *                               medium block at a 64 KiB slice boundary
+ *   sized_delete_larger_silent  operator delete(p, 32) of a `new char`
+ *   sized_delete_smaller_silent  operator delete[](p, 3000) of 4 KiB
+ *   sized_delete_huge_silent    operator delete(p, 64 KiB) of 256 KiB
+ *   free_sized_mismatch_silent  free_sized(malloc(100), 200)
+ *   aligned_sized_mismatch_silent  aligned delete, size 300 for 100
+ *   sized_free_false_alarm      (not a death case) every size freed with
+ *                               the size it was asked for passes:
+ *                               malloc, calloc, realloc in place and
+ *                               moved, the aligned family, new and
+ *                               aligned new, a young thread's pages
  * and, not death cases of that kind:
  *   segfault_swallowed          a fault of the program's own still kills
  *                               it with SIGSEGV, without a tlmalloc line
@@ -219,6 +236,156 @@ static void segfault_child(void)
 	*bad = 1;
 }
 
+/* A block start of p's page past its carved part, in p's 64 KiB slice:
+ * blocks of bs bytes, k blocks after p (a page carves 4 KiB or 4 blocks
+ * at a time). */
+static void free_past_carved(char *p, size_t bs, size_t k)
+{
+	CHECK(malloc_usable_size(p) == bs);
+	char *q = p + k * bs;
+	CHECKF(((uintptr_t)q >> 16) == ((uintptr_t)p >> 16),
+	       "%p and %p in different slices", (void *)p, (void *)q);
+	free(q);
+}
+
+static void past_carved_free_child(void)
+{
+	char *p = malloc(16);
+	CHECK(p != NULL);
+	free(p + 16384);
+}
+
+static void past_carved_small_child(void)
+{
+	free_past_carved(malloc(3000), 3072, 8);
+}
+
+/* The first medium page of a segment starts past its first slice, which
+ * sends every free there to the generic path: fill it (960 KiB), so the
+ * block freed is in the next page's first slice. */
+static void past_carved_medium_child(void)
+{
+	char *p = NULL;
+	for (int i = 0; i < 97; i++)
+		p = malloc(10000);
+	free_past_carved(p, 10240, 5);
+}
+
+static void interior_remote_medium_child(void)
+{
+	for (int i = 0; i < 200; i++) {
+		char *p = malloc(20000);
+		CHECK(p != NULL);
+		char *edge = (char *)(((uintptr_t)p + 0xffff) & ~(uintptr_t)0xffff);
+		if (edge > p && edge < p + 20000) {
+			run_in_thread(free_it, edge);
+			return;
+		}
+	}
+	CHECKF(0, "no 20 KiB block across a slice boundary");
+}
+
+/* The C++ sized deletes, by their mangled names (new_delete.c). */
+void *_Znwm(size_t n);
+void *_Znam(size_t n);
+void _ZdlPvm(void *p, size_t n);
+void _ZdaPvm(void *p, size_t n);
+void *_ZnwmSt11align_val_t(size_t n, size_t al);
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al);
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
+
+/* A thread's first small blocks share a page per group of classes (its
+ * young groups: heap.c), where a sized free is checked against the group:
+ * grow up every group first, so each class has pages of its own. */
+static void grow_up(void)
+{
+	for (size_t size = 16; size <= 1024; size *= 2)
+		for (int i = 0; i < 80; i++)
+			CHECK(malloc(size) != NULL);	/* kept */
+}
+
+static void sized_delete_larger_child(void)
+{
+	grow_up();
+	char *p = _Znwm(1);
+	*p = 'x';
+	_ZdlPvm(p, 32);	/* delete of a 32-byte struct through p */
+}
+
+static void sized_delete_smaller_child(void)
+{
+	char *p = _Znam(4096);
+	_ZdaPvm(p, 3000);
+}
+
+static void sized_delete_huge_child(void)
+{
+	char *p = _Znwm(256 << 10);
+	_ZdlPvm(p, 64 << 10);
+}
+
+static void free_sized_mismatch_child(void)
+{
+	grow_up();
+	free_sized(malloc(100), 200);
+}
+
+static void aligned_sized_mismatch_child(void)
+{
+	grow_up();
+	_ZdlPvmSt11align_val_t(_ZnwmSt11align_val_t(100, 64), 300, 64);
+}
+
+/* Every way of getting a block, freed with its own size, passes. */
+static void *sized_cases(void *arg)
+{
+	static const size_t sizes[] = {
+		0, 1, 8, 15, 16, 17, 24, 33, 48, 63, 64, 65, 100, 128, 129,
+		200, 256, 300, 500, 512, 640, 700, 1000, 1024, 1025, 2048,
+		3000, 4096, 5000, 8192, 8193, 10000, 20000, 65536, 100000,
+		131072, 131073, 200000, 1 << 20, 3 << 20,
+	};
+	size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	(void)arg;
+	for (size_t i = 0; i < n; i++) {
+		size_t a = sizes[i];
+		free_sized(malloc(a), a);
+		free_sized(calloc(1, a), a);
+		_ZdlPvm(_Znwm(a), a);
+		_ZdaPvm(_Znam(a), a);
+		for (size_t al = 1; al <= (8u << 20); al *= 4) {
+			if (a % al == 0 || al < 16) {
+				void *q = aligned_alloc(al, a);
+				CHECK(q != NULL);
+				free_aligned_sized(q, al, a);
+			}
+			_ZdlPvmSt11align_val_t(_ZnwmSt11align_val_t(a, al), a,
+					       al);
+		}
+		for (size_t j = 0; j < n; j++) {
+			size_t b = sizes[j];
+			char *p = malloc(a);
+			CHECK(p != NULL);
+			p = realloc(p, b);
+			CHECK(b == 0 || p != NULL);
+			if (p != NULL)
+				free_sized(p, b);
+		}
+	}
+	free_sized(NULL, 5);
+	_ZdlPvm(NULL, 5);
+	return NULL;
+}
+
+static void sized_free_false_alarm(void)
+{
+	run_in_thread(sized_cases, NULL);	/* young groups */
+	grow_up();
+	sized_cases(NULL);
+	run_in_thread(sized_cases, NULL);
+}
+
 /* The child dies by SIGSEGV, with no tlmalloc line on stderr, after
  * printing `line` (if not NULL). */
 static void expect_segv(const char *name, const char *env, const char *line)
@@ -339,6 +506,60 @@ static void never_returned_silent(void)
 	child_expect_abort("never_returned_silent", "free", "double free");
 }
 
+static void past_carved_free_silent(void)
+{
+	child_expect_abort("past_carved_free_silent", "free",
+			   "not a block malloc returned");
+}
+
+static void past_carved_small_silent(void)
+{
+	child_expect_abort("past_carved_small_silent", "free",
+			   "not a block malloc returned");
+}
+
+static void past_carved_medium_silent(void)
+{
+	child_expect_abort("past_carved_medium_silent", "free",
+			   "not a block malloc returned");
+}
+
+static void interior_remote_medium_silent(void)
+{
+	child_expect_abort("interior_remote_medium_silent", "free",
+			   "not the start of a block");
+}
+
+static void sized_delete_larger_silent(void)
+{
+	child_expect_abort("sized_delete_larger_silent", "operator delete",
+			   "size 32 does not match the block (16 bytes)");
+}
+
+static void sized_delete_smaller_silent(void)
+{
+	child_expect_abort("sized_delete_smaller_silent", "operator delete[]",
+			   "size 3000 does not match the block (4096 bytes)");
+}
+
+static void sized_delete_huge_silent(void)
+{
+	child_expect_abort("sized_delete_huge_silent", "operator delete",
+			   "size 65536 does not match the block");
+}
+
+static void free_sized_mismatch_silent(void)
+{
+	child_expect_abort("free_sized_mismatch_silent", "free_sized",
+			   "size 200 does not match the block (112 bytes)");
+}
+
+static void aligned_sized_mismatch_silent(void)
+{
+	child_expect_abort("aligned_sized_mismatch_silent", "operator delete",
+			   "size 300 does not match the block (128 bytes)");
+}
+
 /* A block whose words look free: the mark, and a NULL or foreign link. */
 static char *lookalike(void *link)
 {
@@ -391,6 +612,16 @@ static const struct test_case cases[] = {
 	{ "raised_segv_swallowed", raised_segv_swallowed },
 	{ "catch_foreign_ignored", catch_foreign_ignored },
 	{ "mark_lookalike_aborts", mark_lookalike_aborts },
+	{ "past_carved_free_silent", past_carved_free_silent },
+	{ "past_carved_small_silent", past_carved_small_silent },
+	{ "past_carved_medium_silent", past_carved_medium_silent },
+	{ "interior_remote_medium_silent", interior_remote_medium_silent },
+	{ "sized_delete_larger_silent", sized_delete_larger_silent },
+	{ "sized_delete_smaller_silent", sized_delete_smaller_silent },
+	{ "sized_delete_huge_silent", sized_delete_huge_silent },
+	{ "free_sized_mismatch_silent", free_sized_mismatch_silent },
+	{ "aligned_sized_mismatch_silent", aligned_sized_mismatch_silent },
+	{ "sized_free_false_alarm", sized_free_false_alarm },
 };
 
 static const struct test_case children[] = {
@@ -413,6 +644,15 @@ static const struct test_case children[] = {
 	{ "segfault_swallowed", segfault_child },
 	{ "raised_segv_swallowed", raised_segv_child },
 	{ "catch_foreign_ignored", foreign_unmapped_free_child },
+	{ "past_carved_free_silent", past_carved_free_child },
+	{ "past_carved_small_silent", past_carved_small_child },
+	{ "past_carved_medium_silent", past_carved_medium_child },
+	{ "interior_remote_medium_silent", interior_remote_medium_child },
+	{ "sized_delete_larger_silent", sized_delete_larger_child },
+	{ "sized_delete_smaller_silent", sized_delete_smaller_child },
+	{ "sized_delete_huge_silent", sized_delete_huge_child },
+	{ "free_sized_mismatch_silent", free_sized_mismatch_child },
+	{ "aligned_sized_mismatch_silent", aligned_sized_mismatch_child },
 };
 
 int main(int argc, char **argv)
