@@ -156,6 +156,17 @@ TL_API size_t tl_stats_json(char *buf, size_t size);
 TL_API void tl_stats_print(void);
 
 /*
+ * Heap profiling (docs/profiling.md): switched on by the option profile
+ * (TLMALLOC_PROFILE=1, or tl_option_set("profile", 1) at run time).
+ * Write the sampled profile now to path, in the heap-profile text that
+ * pprof reads: the live heap and the allocations since the start, by call
+ * stack, estimated from the samples.  Returns 0, or an errno value (the
+ * file cannot be created or written; EINVAL for a NULL path).  With
+ * nothing sampled yet, the profile is empty.
+ */
+TL_API int tl_profile_dump(const char *path);
+
+/*
  * Give free memory back to the OS now instead of after the purge delay.
  * Returns 1 if memory was released, else 0 (malloc_trim's convention).
  */
