@@ -102,9 +102,11 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 		first = cls - 3;
 	}
 	tl_page *page = heap->queue[cls].first;
-	if (heap->prof != NULL)
+	if (heap->prof != NULL) {
 		page = tl_profile_proxy(heap, cls);
-	else if (page == NULL)
+		if (heap->direct[size / 16] == page)
+			return;	/* set already: a proxy stays */
+	} else if (page == NULL)
 		page = &tl_page_empty;
 	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)

@@ -64,6 +64,9 @@
 #define PROF_SAMPLES 65536		/* live samples */
 #define PROF_PATH_MAX 4096
 #define PROXIES 21			/* classes 1..20: sizes to TL_DIRECT_MAX */
+/* A chain shorter than the countdown makes its page carve blocks up to
+ * this many first (proxy_refill). */
+#define PROF_CHAIN_MIN 64
 
 tl_page_list tl_profile_no_queue[TL_CLASSES];
 tl_heap tl_profile_blocks;
@@ -232,13 +235,25 @@ static void proxy_settle(tl_heap *heap, struct tl_profile_heap *ph,
  * next sample, or all the page's free list when that is shorter.  With
  * counts (TL_COUNTS) the proxy counts its pops, so a whole list is taken
  * without a walk; else the chain is walked to know its length.
+ *
+ * A page's free list can be short for good: on a malloc/free loop it
+ * holds the few blocks carved so far, and the chain would run out every
+ * few allocations.  So a page that has carved fewer than PROF_CHAIN_MIN
+ * blocks (and the countdown is longer) carves more first, as far as its
+ * room goes: one slow path per 64 allocations at least, for up to 64
+ * blocks more touched per class.
  */
 static void proxy_refill(tl_heap *heap, struct tl_profile_heap *ph,
 			 unsigned cls)
 {
 	tl_page *px = &ph->proxy[cls], *src = heap->queue[cls].first;
 	uint64_t n = ph->left[cls];
-	if (src == NULL || n == 0 || src->free == NULL || px->free != NULL)
+	if (src == NULL || n == 0 || px->free != NULL)
+		return;
+	while (src->capacity < PROF_CHAIN_MIN && src->capacity < n &&
+	       tl_page_extend(src))
+		;
+	if (src->free == NULL)
 		return;
 	px->start = src->start;
 	px->capacity = src->capacity;
@@ -731,7 +746,13 @@ static void *malloc_direct(tl_heap *heap, struct tl_profile_heap *ph,
 		ph->left[cls] = (uint64_t)(draw(ph) / tl_class_size[cls]);
 		p = sample(size, tl_class_size[cls], ph);
 	} else {
+		/* Most often: the chain ran out, its head page has blocks
+		 * again (the owner's frees); heap_scan_queue's first step. */
+		tl_page *head = heap->queue[cls].first;
 		ph->left[cls]--;
+		if (head != NULL &&
+		    (head->free != NULL || tl_page_collect_head(head)))
+			p = tl_page_pop(head);
 	}
 	if (p == NULL)
 		p = tl_heap_alloc(heap, size);

@@ -51,7 +51,7 @@
 	  "time, each thread starts or stops sampling at its next refill.  " \
 	  "A bad value of any profile option, an unwritable file or a "      \
 	  "signal in use prints one warning and turns profiling off.")       \
-	X(profile_rate, 524288, 1, 1073741824,                               \
+	X(profile_rate, 2097152, 1, 1073741824,                               \
 	  "Mean bytes allocated between two samples (each sample weighted "  \
 	  "by what it stands for, so the estimates are unbiased).  Read "    \
 	  "when a thread starts sampling.")                                   \
