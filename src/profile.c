@@ -7,9 +7,10 @@
  * allocation of s bytes is sampled when a point falls inside it, which
  * happens with probability p(s) = 1 - exp(-s / R), independently of every
  * other allocation.  A sample then stands for 1 / p(s) allocations and
- * s / p(s) bytes, so the sums over samples are unbiased estimates of the
- * true counts and bytes, per stack, live or since the start (tcmalloc and
- * jemalloc weight their samples the same way).  The process is kept per
+ * the bytes it asked for times that, so the sums over samples are
+ * unbiased estimates of the true counts and bytes, per stack, live or
+ * since the start (tcmalloc and jemalloc weight their samples the same
+ * way).  The process is kept per
  * stream: one per class of the direct table (its countdown counts blocks,
  * all of one size) and one for every other size (its countdown counts
  * bytes); the union of independent Poisson processes of one rate is one
@@ -66,7 +67,7 @@
 #define PROXIES 21			/* classes 1..20: sizes to TL_DIRECT_MAX */
 /* A chain shorter than the countdown makes its page carve blocks up to
  * this many first (proxy_refill). */
-#define PROF_CHAIN_MIN 64
+#define PROF_CHAIN_MIN 32
 
 tl_page_list tl_profile_no_queue[TL_CLASSES];
 tl_heap tl_profile_blocks;
@@ -240,8 +241,10 @@ static void proxy_settle(tl_heap *heap, struct tl_profile_heap *ph,
  * holds the few blocks carved so far, and the chain would run out every
  * few allocations.  So a page that has carved fewer than PROF_CHAIN_MIN
  * blocks (and the countdown is longer) carves more first, as far as its
- * room goes: one slow path per 64 allocations at least, for up to 64
- * blocks more touched per class.
+ * room goes: one slow path per 32 allocations at most.  More blocks
+ * cycle through the chain than the fast path would reuse, so the bound
+ * trades slow paths against cache misses (measurements.md: 16, 32 and 64
+ * measured).
  */
 static void proxy_refill(tl_heap *heap, struct tl_profile_heap *ph,
 			 unsigned cls)

@@ -107,7 +107,7 @@ static void read_profile(struct site *sites)
 static void check_near(const char *what, double got, double want, double tol)
 {
 	CHECKF(got >= want * (1 - tol) && got <= want * (1 + tol),
-	       "%s: estimated %.0f, true %.0f (bound +-%.0f%%)", what, got, want,
+	       "%s: estimated %.4g, true %.4g (bound +-%.0f%%)", what, got, want,
 	       tol * 100);
 }
 
