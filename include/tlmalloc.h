@@ -81,7 +81,7 @@ TL_API int tl_option_set(const char *name, long value);
  * there).  Both settle when the page is next counted (its heap's sweep,
  * tl_trim, thread exit).
  */
-#define TL_STATS_VERSION 3
+#define TL_STATS_VERSION 4
 #define TL_STATS_CLASSES 48	/* size classes, smallest first */
 
 struct tl_stats_class {
@@ -135,6 +135,11 @@ struct tl_stats {
 	uint64_t class_ops_counted;	/* 1, or 0 in libtlmalloc-fast, which
 					   does not count class_ops */
 	struct tl_stats_class_ops class_ops[TL_STATS_CLASSES];
+	/* Version 4: the heap profiler (docs/profiling.md). */
+	uint64_t profile_samples;	/* sampled blocks live now */
+	uint64_t profile_samples_total;	/* blocks sampled since the start */
+	uint64_t profile_dropped;	/* samples its tables had no room for */
+	uint64_t profile_held;		/* bytes it mapped: tables, states */
 };
 
 /*
@@ -154,6 +159,17 @@ TL_API size_t tl_stats_json(char *buf, size_t size);
 
 /* Print tlmalloc's statistics to stderr (also at exit with show_stats). */
 TL_API void tl_stats_print(void);
+
+/*
+ * Heap profiling (docs/profiling.md): switched on by the option profile
+ * (TLMALLOC_PROFILE=1, or tl_option_set("profile", 1) at run time).
+ * Write the sampled profile now to path, in the heap-profile text that
+ * pprof reads: the live heap and the allocations since the start, by call
+ * stack, estimated from the samples.  Returns 0, or an errno value (the
+ * file cannot be created or written; EINVAL for a NULL path).  With
+ * nothing sampled yet, the profile is empty.
+ */
+TL_API int tl_profile_dump(const char *path);
 
 /*
  * Give free memory back to the OS now instead of after the purge delay.

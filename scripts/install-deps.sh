@@ -21,7 +21,8 @@
 set -u
 
 # clang (with its libFuzzer runtime, below) builds the fuzz harness;
-# binutils' nm and objdump count the fast paths' instructions (test/fastpath).
+# binutils' nm and objdump count the fast paths' instructions (test/fastpath);
+# pprof (install_pprof) reads the heap profiler's dumps in the tests.
 TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
@@ -189,6 +190,31 @@ install_pytest() {
 	return 0
 }
 
+# pprof, which the heap profiler's tests run on its dumps: the Go tool,
+# built with go where Go is (into /usr/local/bin), else gperftools'
+# google-pprof from apt.  Missing, those checks say they are skipped.
+install_pprof() {
+	local go
+	if command -v pprof >/dev/null 2>&1 || command -v google-pprof >/dev/null 2>&1; then
+		say "tool pprof: already installed"
+		return 0
+	fi
+	go=$(command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; })
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install pprof (${go:+go install}${go:-apt google-perftools})"
+		return 0
+	fi
+	if [ -n "$go" ]; then
+		say "go install github.com/google/pprof@latest (into /usr/local/bin)"
+		as_root env GOBIN=/usr/local/bin "$go" install github.com/google/pprof@latest >/dev/null 2>&1 &&
+			return 0
+		say "WARNING: go install of pprof failed; trying apt"
+	fi
+	have_apt && install_missing tool google-perftools >/dev/null && return 0
+	say "WARNING: no pprof; the heap profiler's pprof checks will be skipped"
+	return 0
+}
+
 # The peers built from source (scripts/build-peers.sh): cargo fetches their
 # sources.  A failure is a warning: the experiments list them as missing.
 build_source_peers() {
@@ -213,6 +239,7 @@ if have_apt; then
 	if [ "$want_tools" -eq 1 ]; then
 		install_missing tool $TOOLS || status=1
 		install_fuzzer_runtime
+		install_pprof
 	fi
 	if [ "$want_peers" -eq 1 ]; then
 		install_missing peer $PEERS || status=1

@@ -11,28 +11,43 @@
 #include <string.h>
 
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/profile.h"
 
-void *tl_malloc_generic(tl_heap *heap, size_t size)
+void *tl_heap_alloc(tl_heap *heap, size_t size)
 {
-	if (tl_unlikely(heap == &tl_heap_empty)) {
-		heap = tl_heap_get_or_create();
-		if (heap == NULL)
-			goto oom;
-	} else if (tl_unlikely(heap == &tl_heap_exiting)) {
-		return tl_shared_malloc(size);
-	}
 	if (size > TL_MEDIUM_MAX)
 		return tl_large_alloc(size, 0);
 	unsigned cls = tl_size_to_class(size);
 	tl_page *page = tl_heap_find_page(heap, cls);
 	if (page == NULL)
 		page = tl_heap_find_held(heap, cls);
-	if (page == NULL)
-		goto oom;
+	if (page == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	return tl_page_pop(page);
-oom:
-	errno = ENOMEM;
-	return NULL;
+}
+
+/*
+ * A thread heap that samples for the heap profiler, or should start or
+ * stop, goes through the profiler (profile.c); other heaps (the shared
+ * heap, the profiler's own) have ids that are no thread's.
+ */
+void *tl_malloc_generic(tl_heap *heap, size_t size)
+{
+	if (tl_unlikely(heap == &tl_heap_empty)) {
+		heap = tl_heap_get_or_create();
+		if (heap == NULL) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} else if (tl_unlikely(heap == &tl_heap_exiting)) {
+		return tl_shared_malloc(size);
+	}
+	if (tl_unlikely(heap->prof != NULL || tl_profile_wanted()) &&
+	    heap->id == tl_thread_id())
+		return tl_profile_malloc(heap, size);
+	return tl_heap_alloc(heap, size);
 }
 
 /*
@@ -44,16 +59,15 @@ oom:
  */
 void *tl_malloc_slow(size_t size)
 {
-	tl_heap *heap = tl_heap_local;
 	if (size - (TL_DIRECT_MAX + 1) < TL_MEDIUM_MAX - TL_DIRECT_MAX) {
-		tl_page *page = heap->queue[tl_size_to_class(size)].first;
+		tl_page *page = tl_queue_local[tl_size_to_class(size)].first;
 		if (page != NULL) {
 			tl_block *block = tl_page_pop_or_swap(page);
 			if (tl_likely(block != NULL))
 				return block;
 		}
 	}
-	void *p = tl_malloc_generic(heap, size);
+	void *p = tl_malloc_generic(tl_heap_local, size);
 	tl_purger_poll();
 	return p;
 }
@@ -140,6 +154,8 @@ void *tl_realloc_impl(void *p, size_t size)
 	if (page->kind == TL_PAGE_HUGE) {
 		if (size > TL_MEDIUM_MAX) {
 			void *q = tl_large_resize(p, size);
+			if (q != NULL && q != p)
+				tl_profile_huge_moved(p, q);
 			if (q != NULL)
 				return q;
 		}

@@ -30,6 +30,7 @@
 
 #include "tlmalloc/fastpath.h"
 #include "tlmalloc/options.h"
+#include "tlmalloc/profile.h"
 #if TL_SECURE
 
 void tl_secure_corrupt(const void *block)
@@ -64,7 +65,8 @@ static bool page_holds_free(const tl_page *page, const tl_block *block)
 		tl_remote_list(tl_uptr_load_acquire(&page->thread_free));
 	return list_holds(page, page->free, block) ||
 	       list_holds(page, page->local_free, block) ||
-	       list_holds(page, remote, block);
+	       list_holds(page, remote, block) ||
+	       tl_profile_holds(tl_heap_local, block);
 }
 
 /* A marked block as another thread sees it: free, unless its link is
@@ -259,6 +261,7 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 	}
 	if (owner == TL_OWNER_HUGE) {
 		tl_free_check("free", page, p, false);
+		tl_profile_huge_freed(p);
 		tl_large_free(tl_segment_of(p));
 		return;
 	}
@@ -267,6 +270,11 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 	if (owner == (heap->id | TL_OWNER_FULL)) {
 		tl_free_owned(page, p);
 		tl_heap_page_unfull(heap, page);
+		return;
+	}
+	if (tl_unlikely((owner & ~(uintptr_t)TL_OWNER_FULL) ==
+			tl_profile_heap_id())) {
+		tl_profile_free(page, p);	/* a sampled block */
 		return;
 	}
 	free_remote(page, p);

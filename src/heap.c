@@ -30,6 +30,7 @@
 #include <pthread.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/profile.h"
 
 #define TL_HEAP_EMPTY_CACHE 4
 /* Full pages looked at before a new page is taken (heap_check_full). */
@@ -60,6 +61,14 @@ tl_heap tl_heap_exiting;
 
 __thread tl_heap *tl_heap_local TL_TLS =
 	&tl_heap_empty;
+__thread tl_page_list *tl_queue_local TL_TLS =
+	tl_heap_empty.queue;
+
+void tl_heap_set_local(tl_heap *heap)
+{
+	tl_heap_local = heap;
+	tl_queue_local = heap->prof != NULL ? tl_profile_no_queue : heap->queue;
+}
 
 #define TL_YOUNG_GROUPS 5
 #define TL_YOUNG_CLASSES (4 * TL_YOUNG_GROUPS)
@@ -97,13 +106,23 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 		first = cls - 3;
 	}
 	tl_page *page = heap->queue[cls].first;
-	if (page == NULL)
+	if (heap->prof != NULL) {
+		page = tl_profile_proxy(heap, cls);
+		if (heap->direct[size / 16] == page)
+			return;	/* set already: a proxy stays */
+	} else if (page == NULL)
 		page = &tl_page_empty;
 	else if (first != cls)	/* the group's sizes come here */
 		tl_page_allow_size(page, tl_class_min(first));
 	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)
 		heap->direct[i] = page;
+}
+
+void tl_heap_set_direct_all(tl_heap *heap)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
+		heap_set_direct(heap, cls);
 }
 
 void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
@@ -459,6 +478,8 @@ bool tl_heap_is_thread_heap(const tl_heap *heap)
 void tl_heap_collect_all(tl_heap *heap, bool release)
 {
 	tl_page *page, *next;
+	if (heap->prof != NULL)
+		tl_profile_heap_settle(heap);	/* its proxies' blocks back */
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		tl_page_list *q = &heap->queue[cls];
 		if (q->first != NULL)
@@ -482,6 +503,8 @@ void tl_heap_collect_all(tl_heap *heap, bool release)
 
 void tl_heap_destroy(tl_heap *heap)
 {
+	if (heap->prof != NULL)
+		tl_profile_heap_detach(heap);
 	tl_assert_expensive(tl_heap_check(heap));
 	/* First: a malloc from here on (the pool may start the purger) must
 	 * not pop from the pages being handed back. */
@@ -510,7 +533,7 @@ tl_heap *tl_heap_get_or_create(void)
 	if (heap == NULL)
 		return NULL;
 	tl_heap_init(heap, tl_direct_local, tl_thread_id());
-	tl_heap_local = heap;
+	tl_heap_set_local(heap);
 	tl_thread_register(heap);
 	return heap;
 }
@@ -563,7 +586,9 @@ static const char *heap_broken(const tl_heap *heap)
 		return "pages_owned is not the pages in its lists";
 	if (cached != heap->empty_count)
 		return "empty_count is not the pages in its cache";
-	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++) {
+	/* A sampling heap's slots point at the profiler's stand-ins
+	 * (profile.c), which hold the blocks before its next sample. */
+	for (unsigned i = 0; heap->prof == NULL && i < TL_DIRECT_SLOTS; i++) {
 		unsigned cls = tl_size_to_class((size_t)i * 16);
 		if (class_is_young(heap, cls))
 			cls = young_top(young_group(cls));

@@ -34,6 +34,7 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
+#include "tlmalloc/profile.h"
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static tl_atomic_u32 init_state;
@@ -44,7 +45,7 @@ tl_atomic_u32 tl_purger_wanted;
 static void thread_exit(void *arg)
 {
 	tl_heap *heap = arg;
-	tl_heap_local = &tl_heap_exiting;
+	tl_heap_set_local(&tl_heap_exiting);
 	tl_heap_destroy(heap);
 	tl_pool_heap_free(heap);
 	tl_purger_poll();
@@ -52,6 +53,7 @@ static void thread_exit(void *arg)
 
 static void fork_prepare(void)
 {
+	tl_profile_fork_prepare();	/* taken before the pool lock */
 	tl_ts_fork_prepare();
 	tl_pool_fork_prepare();
 }
@@ -60,12 +62,14 @@ static void fork_parent(void)
 {
 	tl_pool_fork_parent();
 	tl_ts_fork_parent();
+	tl_profile_fork_parent();
 }
 
 static void fork_child(void)
 {
 	tl_pool_fork_child();
 	tl_ts_fork_child();
+	tl_profile_fork_child();
 	tl_u32_store_relaxed(&purger_running, 0);
 	tl_u32_store_relaxed(&tl_purger_wanted, 0);
 }
@@ -79,8 +83,10 @@ void tl_process_init(void)
 		return;
 	tl_os_page_size();
 	tl_options_init();
+	tl_profile_init();
 	tl_segment_shadow_objects();
 	tl_fault_init();
+	atexit(tl_profile_at_exit);	/* does nothing unless it profiled */
 	if (tl_option(TL_OPT_show_stats))
 		atexit(tl_stats_print);
 	pthread_key_create(&heap_key, thread_exit);

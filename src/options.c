@@ -84,14 +84,17 @@ static bool parse_long(const char *s, long *out)
 	return true;
 }
 
-/* entry: the whole NAME=value string of the environment. */
-static void warn_bad(const char *entry)
+/* entry: the whole NAME=value string of the environment; profile: a
+ * profile option, whose bad value turns profiling off. */
+static void warn_bad(const char *entry, bool profile)
 {
 	char buf[256];
 	size_t n = 0;
 	const char *parts[] = { "tlmalloc: ", entry,
-				": not a whole number in range; keeping the "
-				"default\n" };
+				profile ? ": not a whole number in range; heap "
+					  "profiling off\n"
+					: ": not a whole number in range; keeping "
+					  "the default\n" };
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		size_t len = strlen(parts[i]);
 		if (len > sizeof(buf) - n)
@@ -110,6 +113,7 @@ static void set_value(enum tl_option_id id, long v)
 
 void tl_options_init(void)
 {
+	bool profile_bad = false;
 	if (environ == NULL)
 		return;
 	for (char **e = environ; *e != NULL; e++) {
@@ -121,12 +125,17 @@ void tl_options_init(void)
 			long v;
 			if (!env_name_is(*e, o->env, &value))
 				continue;
-			if (parse_long(value, &v) && v >= o->min && v <= o->max)
+			bool profile = strncmp(o->name, "profile", 7) == 0;
+			if (parse_long(value, &v) && v >= o->min && v <= o->max) {
 				set_value((enum tl_option_id)id, v);
-			else
-				warn_bad(*e);
+			} else {
+				warn_bad(*e, profile);
+				profile_bad |= profile;
+			}
 		}
 	}
+	if (profile_bad)
+		set_value(TL_OPT_profile, 0);
 }
 
 static int find_option(const char *name)

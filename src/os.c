@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -343,4 +344,87 @@ void tl_os_restore_segv(const struct sigaction *prev, bool again)
 	if (again)
 		raise(SIGSEGV);
 	errno = saved;
+}
+
+/* ---- the heap profiler's (profile.c) ---- */
+
+void *tl_os_map(size_t size)
+{
+	int saved = errno;
+	void *p = map_raw(size);
+	errno = saved;
+	return p;
+}
+
+int tl_os_open(const char *path, bool write_it)
+{
+	int saved = errno;
+	int fd = write_it ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+				 0644)
+			  : open(path, O_RDONLY | O_CLOEXEC);
+	int r = fd >= 0 ? fd : -errno;
+	errno = saved;
+	return r;
+}
+
+bool tl_os_write_all(int fd, const void *buf, size_t len)
+{
+	int saved = errno;
+	const char *p = buf;
+	bool ok = true;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			ok = false;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	errno = saved;
+	return ok;
+}
+
+long tl_os_read(int fd, void *buf, size_t len)
+{
+	int saved = errno;
+	ssize_t n;
+	do
+		n = read(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	errno = saved;
+	return (long)n;
+}
+
+bool tl_os_close(int fd)
+{
+	int saved = errno;
+	bool ok = close(fd) == 0;
+	errno = saved;
+	return ok;
+}
+
+int tl_os_getpid(void)
+{
+	return (int)getpid();
+}
+
+bool tl_os_catch_signal(int sig, void (*fn)(int))
+{
+	int saved = errno;
+	struct sigaction old, sa;
+	bool ok = false;
+	if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+	    (old.sa_flags & SA_SIGINFO) != 0)
+		goto out;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	ok = sigaction(sig, &sa, NULL) == 0;
+out:
+	errno = saved;
+	return ok;
 }

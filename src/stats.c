@@ -16,6 +16,7 @@
 #include "tlmalloc.h"
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
+#include "tlmalloc/profile.h"
 
 _Static_assert(TL_STATS_CLASSES == TL_CLASSES - 1,
 	       "one entry of tl_stats.classes per size class");
@@ -77,6 +78,12 @@ static void snapshot(struct tl_stats *st)
 		.class_ops_counted = TL_COUNTS,
 	};
 	copy_classes(st, &ps);
+	struct tl_profile_stats prof;
+	tl_profile_stats_get(&prof);
+	st->profile_samples = prof.samples;
+	st->profile_samples_total = prof.samples_total;
+	st->profile_dropped = prof.dropped;
+	st->profile_held = prof.held;
 }
 
 size_t tl_stats_get(struct tl_stats *out, size_t size)
@@ -208,6 +215,10 @@ static void json_write(struct out *o, const struct tl_stats *st)
 	json_field(o, "segments_peak", st->segments_peak);
 	json_field(o, "remote_frees", st->remote_frees);
 	json_field(o, "class_ops_counted", st->class_ops_counted);
+	json_field(o, "profile_samples", st->profile_samples);
+	json_field(o, "profile_samples_total", st->profile_samples_total);
+	json_field(o, "profile_dropped", st->profile_dropped);
+	json_field(o, "profile_held", st->profile_held);
 	put(o, ",\"classes\":[");
 	bool first = true;
 	for (unsigned i = 0; i < st->class_count; i++) {
@@ -270,6 +281,17 @@ static void print_counts(struct out *o, const struct tl_stats *st)
 	put(o, " acquisitions, ");
 	put_u64(o, st->lock_waited);
 	put(o, " had to wait\n");
+	if (st->profile_samples_total == 0 && st->profile_held == 0)
+		return;
+	put(o, "  heap profile: ");
+	put_u64(o, st->profile_samples);
+	put(o, " samples live, ");
+	put_u64(o, st->profile_samples_total);
+	put(o, " taken, ");
+	put_u64(o, st->profile_dropped);
+	put(o, " dropped; ");
+	put_kib(o, st->profile_held);
+	put(o, " KiB mapped for its tables\n");
 }
 
 /* One line per class shown: its size, pages, blocks, allocations and

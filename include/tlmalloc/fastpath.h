@@ -24,7 +24,8 @@
  * test/fastpath/budget.txt (the one place those numbers live).
  *
  * Included by the files that run a fast path or one of its steps: api.c,
- * alloc.c, free.c, new_delete.c (the sized free), fault.c (the probe), ts.c.
+ * alloc.c, free.c, new_delete.c (the sized free), fault.c (the probe), ts.c,
+ * profile.c (the sampled allocation).
  */
 #ifndef TLMALLOC_FASTPATH_H
 #define TLMALLOC_FASTPATH_H

@@ -109,6 +109,14 @@ extern __thread tl_heap *tl_heap_local
 	TL_TLS;
 extern __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
 	TL_TLS;
+/*
+ * The class queues malloc's class-queue path (sizes above the direct
+ * table, tl_malloc_slow) pops from: the heap's, or tl_profile_no_queue,
+ * all empty, while the heap samples, so those allocations reach the
+ * generic path.  Set with tl_heap_local, by tl_heap_set_local.
+ */
+extern __thread tl_page_list *tl_queue_local
+	TL_TLS;
 extern tl_heap tl_heap_empty;
 extern tl_heap tl_heap_exiting;
 extern tl_page tl_page_empty;
@@ -117,6 +125,10 @@ extern tl_page tl_page_empty;
  * empty pages to the pool (heap.c, "out of memory"). */
 extern tl_atomic_u32 tl_heap_pressure;
 
+/* Make heap the calling thread's (tl_heap_local and tl_queue_local). */
+void tl_heap_set_local(tl_heap *heap);
+/* Point every direct slot at what the heap allocates from now. */
+void tl_heap_set_direct_all(tl_heap *heap);
 /* The calling thread's heap, created if it is still tl_heap_empty. */
 tl_heap *tl_heap_get_or_create(void);
 /* direct: the heap's table of TL_DIRECT_SLOTS pages; id: see tl_heap. */
@@ -479,6 +491,9 @@ bool tl_large_is_fresh(const void *p);
 
 /* ---- allocation and free (alloc.c, free.c) ---- */
 void *tl_malloc_generic(tl_heap *heap, size_t size) TL_NOINLINE;
+/* A block from a heap that is a thread's or the shared one: its page
+ * queues, or a huge segment; NULL with errno ENOMEM. */
+void *tl_heap_alloc(tl_heap *heap, size_t size);
 /* The same for the calling thread's heap. */
 void *tl_malloc_slow(size_t size) TL_NOINLINE;
 /* slice: the descriptor of p's slice (tl_slice_of), leader or follower. */

@@ -46,7 +46,28 @@
 	  "the other builds (shown here) take 0 alone, and any other value " \
 	  "warns.  The checks of the pointer freed have no option: part of " \
 	  "the fast paths, they are in the default and secure builds and "   \
-	  "not in libtlmalloc-fast.")
+	  "not in libtlmalloc-fast.")                                       \
+	X(profile, 0, 0, 1,                                                  \
+	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
+	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \
+	  "path, %p standing for the process id; default "                   \
+	  "tlmalloc.%p.heap), with a leak report on stderr.  Set at run "    \
+	  "time, each thread starts or stops sampling at its next refill.  " \
+	  "A bad value of any profile option, an unwritable file or a "      \
+	  "signal in use prints one warning and turns profiling off.")       \
+	X(profile_rate, 2097152, 1, 1073741824,                               \
+	  "Mean bytes allocated between two samples (each sample weighted "  \
+	  "by what it stands for, so the estimates are unbiased).  Read "    \
+	  "when a thread starts sampling.")                                   \
+	X(profile_signal, 0, 0, 64,                                          \
+	  "A signal (e.g. 12, SIGUSR2) that writes the profile to "          \
+	  "FILE.N (N = 1, 2, ...); 0: none.  Read at start-up only.")        \
+	X(profile_growth, 0, 0, 1048576,                                     \
+	  "MiB: write the profile to FILE.N each time the sampled live "     \
+	  "heap grows this much past its last such dump; 0: never.")         \
+	X(profile_seed, 0, 0, 2147483647,                                    \
+	  "Seed of the sampling (0: a random one): the same seed and the "   \
+	  "same single-threaded run sample the same blocks.")
 
 enum tl_option_id {
 #define TL_OPTION_ENUM(name, def, min, max, doc) TL_OPT_##name,

@@ -79,4 +79,20 @@ bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
  * thread (delivered once the handler that calls this returns). */
 void tl_os_restore_segv(const struct sigaction *prev, bool again);
 
+/* The heap profiler's (profile.c): */
+/* size bytes of fresh zeros (whole OS pages), or NULL. */
+void *tl_os_map(size_t size);
+/* Open path to write it anew (created 0644, truncated) or to read it: a
+ * descriptor, or -errno. */
+int tl_os_open(const char *path, bool write_it);
+/* Write all of buf; false on an error (a full disk, a closed pipe). */
+bool tl_os_write_all(int fd, const void *buf, size_t len);
+/* read(2): bytes read, 0 at the end, negative on an error. */
+long tl_os_read(int fd, void *buf, size_t len);
+bool tl_os_close(int fd);
+int tl_os_getpid(void);
+/* Install fn as the handler of sig (SA_RESTART) if sig has none yet (its
+ * action is the default one); false if it has one, or the OS refuses. */
+bool tl_os_catch_signal(int sig, void (*fn)(int));
+
 #endif /* TLMALLOC_OS_H */

@@ -277,6 +277,9 @@ struct tl_heap {
 	/* Out of memory: calls that try larger classes first (heap.c) */
 	uint32_t larger_first;
 	struct tl_heap *next_free;	/* pool lock: dead heaps */
+	/* While the heap samples for the heap profiler, its state (profile.c:
+	 * the direct table points at its proxies); NULL otherwise. */
+	struct tl_profile_heap *prof;
 } __attribute__((aligned(64)));
 
 #endif /* TLMALLOC_TYPES_H */

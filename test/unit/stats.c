@@ -441,7 +441,8 @@ static void json_malformed(void)
 		"mapped_peak", "segments_peak", "remote_frees", "block_size",
 		"pages",
 		"blocks_carved", "blocks_live", "class_ops_counted", "allocs",
-		"frees",
+		"frees", "profile_samples", "profile_samples_total",
+		"profile_dropped", "profile_held",
 	};
 	for (size_t k = 0; k < TEST_COUNT(keys); k++)
 		CHECKF(json_get(buf, keys[k]) != UINT64_MAX, "no %s in %s",

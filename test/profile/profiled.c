@@ -1,0 +1,316 @@
+/*
+ * profiled.c - the heap profiler's cases: allocation sites in known
+ * proportions, freed blocks that must leave the live profile, a planted
+ * leak, profiling switched on and off at run time, threads.
+ *
+ * Each case allocates through named sites (alloc_f, alloc_g, plant_leak:
+ * exported, the program is linked with -rdynamic, so dladdr names them),
+ * writes the profile with tl_profile_dump to $TLMALLOC_PROFILE_FILE.api,
+ * reads it back and attributes every stack to the site of its first frame.
+ *
+ * The bounds (docs/profiling.md, "Tests"): the cases run with
+ * TLMALLOC_PROFILE_RATE=16384 and a fixed TLMALLOC_PROFILE_SEED, so a run
+ * samples the same blocks every time and cannot flake; the bounds are
+ * also wide enough that any seed passes but with a negligible chance: a
+ * share estimated from n samples has a standard deviation of about
+ * sqrt(0.21 / n), and each bound is at least 4.5 of those.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include "check.h"
+#include "tlmalloc.h"
+
+static void sink(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* The sites: not inlined nor cloned (noipa), no tail call (the call to malloc stays one,
+ * so the first frame of a sample is in the site). */
+__attribute__((noipa)) void *alloc_f(size_t n)
+{
+	void *p = malloc(n);
+	sink(p);
+	return p;
+}
+
+__attribute__((noipa)) void *alloc_g(size_t n)
+{
+	void *p = malloc(n);
+	sink(p);
+	return p;
+}
+
+__attribute__((noipa)) void *plant_leak(size_t n)
+{
+	void *p = malloc(n);
+	sink(p);
+	return p;
+}
+
+enum { SITE_F, SITE_G, SITE_LEAK, SITE_OTHER, SITES };
+static const char *const site_names[SITES] = { "alloc_f", "alloc_g",
+					       "plant_leak", "other" };
+
+struct site {
+	double live_count, live_bytes, alloc_count, alloc_bytes;
+};
+
+static void dump_path(char *out, size_t size)
+{
+	const char *base = getenv("TLMALLOC_PROFILE_FILE");
+	CHECK(base != NULL);
+	snprintf(out, size, "%s.api", base);
+}
+
+/* Dump the profile and add up its stacks by site. */
+static void read_profile(struct site *sites)
+{
+	char path[4096], line[8192];
+	dump_path(path, sizeof(path));
+	CHECKF(tl_profile_dump(path) == 0, "dump to %s", path);
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	memset(sites, 0, sizeof(struct site) * SITES);
+	CHECK(fgets(line, sizeof(line), f) != NULL);
+	CHECKF(strncmp(line, "heap profile: ", 14) == 0, "header: %s", line);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		double lc, lb, ac, ab;
+		int at = 0;
+		if (strcmp(line, "\n") == 0)
+			break;	/* the mappings follow */
+		CHECKF(sscanf(line, "%lf: %lf [%lf: %lf] @%n", &lc, &lb, &ac,
+			      &ab, &at) == 4 && at > 0, "line: %s", line);
+		unsigned long pc = strtoul(line + at, NULL, 16);
+		int s = SITE_OTHER;
+		Dl_info info;
+		if (dladdr((void *)(pc - 1), &info) != 0 && info.dli_sname != NULL)
+			for (int k = 0; k < SITE_OTHER; k++)
+				if (strcmp(info.dli_sname, site_names[k]) == 0)
+					s = k;
+		sites[s].live_count += lc;
+		sites[s].live_bytes += lb;
+		sites[s].alloc_count += ac;
+		sites[s].alloc_bytes += ab;
+	}
+	fclose(f);
+}
+
+static void check_near(const char *what, double got, double want, double tol)
+{
+	CHECKF(got >= want * (1 - tol) && got <= want * (1 + tol),
+	       "%s: estimated %.4g, true %.4g (bound +-%.0f%%)", what, got, want,
+	       tol * 100);
+}
+
+#define ROUNDS 200000
+
+/*
+ * 70% of the bytes from alloc_f (700-byte blocks), 30% from alloc_g (300),
+ * one of each a round; one block in ten of each kept: the same shares
+ * live.  About 12,000 samples of the allocations (the share's deviation
+ * 0.4%, bound 3%) and 1,200 of the live heap (1.3%, bound 6%).
+ */
+static void proportions_within_sampling_error(void)
+{
+	static void *kept[2 * ROUNDS / 10];
+	size_t n = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		void *f = alloc_f(700), *g = alloc_g(300);
+		if (i % 10 == 0) {
+			kept[n++] = f;
+			kept[n++] = g;
+		} else {
+			free(f);
+			free(g);
+		}
+	}
+	struct site s[SITES];
+	read_profile(s);
+	double alloc = s[SITE_F].alloc_bytes + s[SITE_G].alloc_bytes;
+	double live = s[SITE_F].live_bytes + s[SITE_G].live_bytes;
+	check_near("alloc_f's share of the bytes allocated",
+		   s[SITE_F].alloc_bytes / alloc, 0.70, 0.03 / 0.70);
+	check_near("alloc_f's share of the bytes live",
+		   s[SITE_F].live_bytes / live, 0.70, 0.06 / 0.70);
+	check_near("bytes allocated", alloc, 1000.0 * ROUNDS, 0.04);
+	check_near("blocks allocated by alloc_f", s[SITE_F].alloc_count, ROUNDS,
+		   0.05);
+	check_near("bytes live", live, 1000.0 * ROUNDS / 10, 0.15);
+	for (size_t i = 0; i < n; i++)
+		free(kept[i]);
+	read_profile(s);
+	CHECKF(s[SITE_F].live_bytes == 0 && s[SITE_G].live_bytes == 0,
+	       "all freed, still live: %.0f + %.0f bytes",
+	       s[SITE_F].live_bytes, s[SITE_G].live_bytes);
+}
+
+/*
+ * Blocks of every kind freed (small, medium, huge, some reallocated) leave
+ * the live profile; the planted leak, 3 MB (about 180 samples), stays, at
+ * plant_leak.  The leak report at exit is checked by profile.sh.
+ */
+static void freed_blocks_not_live(void)
+{
+	static const size_t sizes[] = { 24, 200, 1000, 3000, 40000, 300000 };
+	for (int round = 0; round < 20000; round++) {
+		size_t size = sizes[round % 6];
+		void *p = alloc_f(size);
+		if (round % 3 == 0)
+			p = realloc(p, size * 2);
+		free(p);
+	}
+	for (int i = 0; i < 600; i++)
+		sink(plant_leak(5000));
+	struct site s[SITES];
+	read_profile(s);
+	CHECKF(s[SITE_F].alloc_bytes > 0, "alloc_f never sampled");
+	CHECKF(s[SITE_F].live_bytes == 0 && s[SITE_F].live_count == 0,
+	       "freed blocks still live: %.0f bytes", s[SITE_F].live_bytes);
+	check_near("planted leak", s[SITE_LEAK].live_bytes, 600.0 * 5000, 0.30);
+}
+
+/* Off at start: alloc_f is not sampled; switched on: alloc_g is (from the
+ * thread's next refill); switched off: the heap stops sampling, and its
+ * sampled blocks can still be freed. */
+static void switched_at_run_time(void)
+{
+	static void *kept[3 * 20000];
+	size_t n = 0;
+	long on = -1;
+	CHECK(tl_option_get("profile", &on) == 0 && on == 0);
+	for (int i = 0; i < 20000; i++)
+		kept[n++] = alloc_f(100);
+	CHECK(tl_option_set("profile", 1) == 0);
+	for (int i = 0; i < 20000; i++)
+		kept[n++] = alloc_g(100);
+	struct site s[SITES];
+	read_profile(s);
+	CHECKF(s[SITE_F].alloc_count == 0, "sampled while off");
+	check_near("alloc_g's live bytes", s[SITE_G].live_bytes, 2000000.0,
+		   0.5);
+	CHECK(tl_option_set("profile", 0) == 0);
+	for (int i = 0; i < 20000; i++)
+		kept[n++] = alloc_f(100);
+	for (size_t i = 0; i < n; i++)
+		free(kept[i]);
+	read_profile(s);
+	CHECKF(s[SITE_G].live_bytes == 0, "freed, still live: %.0f",
+	       s[SITE_G].live_bytes);
+}
+
+#define THREADS 4
+#define PER_THREAD 50000
+
+static void *handed[THREADS][PER_THREAD];
+
+/* Each thread allocates; the next one frees them (a remote free). */
+static void *producer(void *arg)
+{
+	void **out = arg;
+	for (int i = 0; i < PER_THREAD; i++)
+		out[i] = alloc_f(64 + (size_t)(i % 512));
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	void **in = arg;
+	for (int i = 0; i < PER_THREAD; i++)
+		free(in[i]);
+	return NULL;
+}
+
+static void threads_free_each_others_samples(void)
+{
+	pthread_t t[THREADS];
+	for (int k = 0; k < THREADS; k++)
+		CHECK(pthread_create(&t[k], NULL, producer, handed[k]) == 0);
+	for (int k = 0; k < THREADS; k++)
+		CHECK(pthread_join(t[k], NULL) == 0);
+	struct site s[SITES];
+	read_profile(s);
+	check_near("live bytes of the threads' blocks", s[SITE_F].live_bytes,
+		   THREADS * PER_THREAD * (64 + 255.5), 0.15);
+	for (int k = 0; k < THREADS; k++)
+		CHECK(pthread_create(&t[k], NULL, consumer,
+				     handed[(k + 1) % THREADS]) == 0);
+	for (int k = 0; k < THREADS; k++)
+		CHECK(pthread_join(t[k], NULL) == 0);
+	read_profile(s);
+	CHECKF(s[SITE_F].live_bytes == 0, "freed, still live: %.0f",
+	       s[SITE_F].live_bytes);
+}
+
+/* Whether $TLMALLOC_PROFILE_FILE.n exists and starts as a profile. */
+static int numbered_dump_exists(int n)
+{
+	char path[4096], head[16] = "";
+	snprintf(path, sizeof(path), "%s.%d", getenv("TLMALLOC_PROFILE_FILE"), n);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(head, sizeof(head), f) != NULL &&
+		 strncmp(head, "heap profile: ", 14) == 0;
+	fclose(f);
+	return ok;
+}
+
+/* Numbered dumps of an earlier run go first. */
+static void remove_numbered_dumps(void)
+{
+	char path[4096];
+	for (int n = 1; n < 10; n++) {
+		snprintf(path, sizeof(path), "%s.%d",
+			 getenv("TLMALLOC_PROFILE_FILE"), n);
+		remove(path);
+	}
+}
+
+/* TLMALLOC_PROFILE_SIGNAL=12 (SIGUSR2): each signal writes FILE.N. */
+static void signal_writes_numbered_dumps(void)
+{
+	remove_numbered_dumps();
+	for (int i = 0; i < 1000; i++)
+		sink(plant_leak(1000));
+	CHECK(!numbered_dump_exists(1));
+	CHECK(raise(SIGUSR2) == 0);
+	CHECKF(numbered_dump_exists(1), "no FILE.1 after the signal");
+	CHECK(raise(SIGUSR2) == 0);
+	CHECKF(numbered_dump_exists(2), "no FILE.2 after the second signal");
+}
+
+/* TLMALLOC_PROFILE_GROWTH=1: a dump each MiB the live heap grows; 4 MiB
+ * kept makes about 4 (the live estimate itself is sampled). */
+static void growth_writes_numbered_dumps(void)
+{
+	remove_numbered_dumps();
+	for (int i = 0; i < 4000; i++)
+		sink(plant_leak(1000));
+	CHECKF(numbered_dump_exists(2), "fewer than 2 dumps for 4 MiB");
+	CHECKF(!numbered_dump_exists(9), "9 dumps or more for 4 MiB");
+}
+
+static const struct test_case cases[] = {
+	{ "signal_writes_numbered_dumps", signal_writes_numbered_dumps },
+	{ "growth_writes_numbered_dumps", growth_writes_numbered_dumps },
+	{ "proportions_within_sampling_error",
+	  proportions_within_sampling_error },
+	{ "freed_blocks_not_live", freed_blocks_not_live },
+	{ "switched_at_run_time", switched_at_run_time },
+	{ "threads_free_each_others_samples",
+	  threads_free_each_others_samples },
+};
+
+int main(int argc, char **argv)
+{
+	return run_tests(cases, TEST_COUNT(cases), argc, argv);
+}
