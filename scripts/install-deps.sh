@@ -20,8 +20,9 @@
 # another release).
 set -u
 
-# clang (with its libFuzzer runtime, below) builds the fuzz harness.
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang"}
+# clang (with its libFuzzer runtime, below) builds the fuzz harness; mypy
+# checks the experiment harness's types (ctest harness.types).
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang mypy"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1
