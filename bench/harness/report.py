@@ -86,7 +86,7 @@ FASTPATH_TITLE = "Fast path: instructions per malloc+free pair (callgrind)"
 
 
 def cell_text(cell: CellSummary | None, measure: str, baseline: float | None,
-              best: float | None, reps: int = 0) -> str:
+              best: float | None, reps: int) -> str:
     if cell is None:
         return "–"
     if cell.failed:
@@ -120,7 +120,7 @@ def row_cells(cells: Cells, workload: str, point: str,
 
 
 def table_row(point: str, measure: str, row: Sequence[CellSummary | None],
-              allocs: Sequence[str], reps: int = 0) -> str:
+              allocs: Sequence[str], reps: int) -> str:
     unit = next((c.units.get(measure, "") for c in row if c), "")
     values = [None if c is None or c.failed else c.value(measure) for c in row]
     best = best_values(values, higher_is_better(measure))
@@ -140,8 +140,7 @@ def workload_allocs(cells: Cells, workload: str,
 
 
 def workload_table(workload: WorkloadEntry, cells: Cells,
-                   allocators: Sequence[Allocator],
-                   reps: int = 0) -> list[str]:
+                   allocators: Sequence[Allocator], reps: int) -> list[str]:
     name = workload.name
     allocs = workload_allocs(cells, name, allocators)
     if not allocs:

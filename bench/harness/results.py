@@ -16,6 +16,7 @@ import csv
 import json
 import time
 from collections.abc import Iterable, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ RUN_COLUMNS = ("workload", "point", "allocator", "rep", "ok", "reason",
                "wall", "user", "sys", "maxrss_kb", "exit_code", "signal",
                "command")
 
-STRACE_COLUMNS = ("workload", "allocator", "ok", "reason", "wall",
+STRACE_CSV_COLUMNS = ("workload", "allocator", "ok", "reason", "wall",
                   "futex_calls", "futex_errors", "mmap", "munmap", "madvise",
                   "brk", "mremap", "total_calls")
 
@@ -72,7 +73,7 @@ def csv_cell(value: Any) -> Any:
     """A CSV cell: None as empty, an enum by its value."""
     if value is None:
         return ""
-    return value.value if isinstance(value, Mix) else value
+    return value.value if isinstance(value, Enum) else value
 
 
 def write_runs_csv(path: Path, runs: Sequence[Run]) -> None:
@@ -90,10 +91,10 @@ def write_runs_csv(path: Path, runs: Sequence[Run]) -> None:
 def write_strace_csv(path: Path, rows: Iterable[StraceRow]) -> None:
     with path.open("w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(STRACE_COLUMNS)
+        out.writerow(STRACE_CSV_COLUMNS)
         for row in rows:
             flat = row.to_json()
-            out.writerow([flat.get(c, "") for c in STRACE_COLUMNS])
+            out.writerow([flat.get(c, "") for c in STRACE_CSV_COLUMNS])
 
 
 def write_fastpath_csv(path: Path, rows: Iterable[FastpathRow]) -> None:
