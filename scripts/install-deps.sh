@@ -22,8 +22,9 @@ set -u
 
 # clang (with its libFuzzer runtime, below) builds the fuzz harness;
 # binutils' nm and objdump count the fast paths' instructions (test/fastpath);
-# pprof (install_pprof) reads the heap profiler's dumps in the tests.
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang"}
+# pprof (install_pprof) reads the heap profiler's dumps in the tests; mypy
+# checks the experiment harness's types (ctest harness.types).
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

@@ -22,25 +22,64 @@ import os
 import platform
 import subprocess
 import sysconfig
-from dataclasses import dataclass, asdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from enum import Enum
+from pathlib import Path
+from typing import Any
 
-# name, library file names tried in order, Debian package that ships it
+from .workloads import Point, Workload
+
+
+class Kind(Enum):
+    """How a workload runs with an allocator (see the module's header)."""
+    SYSTEM = "system"
+    PRELOAD = "preload"
+    TS = "ts"
+    MUSL = "musl"
+
+
+class TsApi(Enum):
+    """The ts_ API variant a tlmalloc allocator runs in the scaling
+    workload (`scaling_ts --api VALUE`)."""
+    LOCK = "lock"
+    NOLOCK = "nolock"
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A peer from the distribution: its library's file names, tried in
+    order, and the Debian package that ships it."""
+    name: str
+    files: tuple[str, ...]
+    package: str
+
+
 PEERS = (
-    ("jemalloc", ("libjemalloc.so.2", "libjemalloc.so"), "libjemalloc2"),
-    ("tcmalloc", ("libtcmalloc_minimal.so.4", "libtcmalloc_minimal.so",
-                  "libtcmalloc.so.4"), "libtcmalloc-minimal4"),
-    ("mimalloc", ("libmimalloc.so.2", "libmimalloc.so"), "libmimalloc2.0"),
+    Peer("jemalloc", ("libjemalloc.so.2", "libjemalloc.so"), "libjemalloc2"),
+    Peer("tcmalloc", ("libtcmalloc_minimal.so.4", "libtcmalloc_minimal.so",
+                      "libtcmalloc.so.4"), "libtcmalloc-minimal4"),
+    Peer("mimalloc", ("libmimalloc.so.2", "libmimalloc.so"),
+         "libmimalloc2.0"),
     # the proxy is the part of TBB's allocator that replaces malloc
-    ("tbbmalloc", ("libtbbmalloc_proxy.so.2", "libtbbmalloc_proxy.so"),
-     "libtbbmalloc2"),
+    Peer("tbbmalloc", ("libtbbmalloc_proxy.so.2", "libtbbmalloc_proxy.so"),
+         "libtbbmalloc2"),
 )
 
-# name, library in <build>/peers, the crate whose bundled sources
-# scripts/build-peers.sh compiles
+
+@dataclass(frozen=True)
+class BuiltPeer:
+    """A peer scripts/build-peers.sh builds: its library in <build>/peers
+    and the crate whose bundled sources it compiles."""
+    name: str
+    library: str
+    crate: str
+
+
 BUILT_PEERS = (
-    ("mimalloc3", "libmimalloc3.so", "libmimalloc-sys"),
-    ("snmalloc", "libsnmalloc.so", "snmalloc-sys"),
-    ("rpmalloc", "librpmalloc.so", "rpmalloc-sys"),
+    BuiltPeer("mimalloc3", "libmimalloc3.so", "libmimalloc-sys"),
+    BuiltPeer("snmalloc", "libsnmalloc.so", "snmalloc-sys"),
+    BuiltPeer("rpmalloc", "librpmalloc.so", "rpmalloc-sys"),
 )
 
 PEERS_DIR = "peers"                 # under the build folder
@@ -48,87 +87,104 @@ VERSIONS_FILE = "VERSIONS.json"
 BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
 
 BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") \
-    + tuple(p[0] for p in PEERS) + tuple(p[0] for p in BUILT_PEERS) \
+    + tuple(p.name for p in PEERS) + tuple(p.name for p in BUILT_PEERS) \
     + ("musl",)
 
 
 @dataclass
 class Allocator:
     name: str
-    kind: str                 # system | preload | ts | musl
+    kind: Kind
     path: str = ""            # the library for preload
     found: bool = True
     note: str = ""            # why missing, or what it is
-    ts_api: str = ""          # lock | nolock: runs the ts_ program variant
+    ts_api: TsApi | None = None   # runs the ts_ program variant
     package: str = ""         # Debian package expected to ship it
     version: str = ""
 
-    def to_dict(self):
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        """As runs.json holds it (kind and ts_api by their values)."""
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        data["ts_api"] = self.ts_api.value if self.ts_api else ""
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Allocator":
+        known = {f.name for f in fields(cls)}
+        given = {k: v for k, v in data.items() if k in known}
+        given["kind"] = Kind(data["kind"])
+        given["ts_api"] = TsApi(data["ts_api"]) if data.get("ts_api") \
+            else None
+        return cls(**given)
 
 
-def default_lib_dirs():
+def missing_note(path: Path) -> str:
+    return "not built: %s missing" % path
+
+
+def default_lib_dirs() -> list[Path]:
     """Where the peers' shared libraries are looked for."""
     arch = sysconfig.get_config_var("MULTIARCH") or \
         "%s-linux-gnu" % platform.machine()
-    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
-    for prefix in ("/usr/local/lib", "/usr/lib", "/lib"):
-        dirs += [os.path.join(prefix, arch), prefix]
-    dirs += ["/usr/lib64", "/lib64"]
+    dirs = [Path(d) for d in os.environ.get("LD_LIBRARY_PATH", "").split(":")
+            if d]
+    for prefix in (Path("/usr/local/lib"), Path("/usr/lib"), Path("/lib")):
+        dirs += [prefix / arch, prefix]
+    dirs += [Path("/usr/lib64"), Path("/lib64")]
     return dirs
 
 
-def find_library(names, lib_dirs):
+def find_library(names: Iterable[str], lib_dirs: Sequence[Path]) -> str:
     """The first existing path among names x lib_dirs, or ""."""
     for name in names:
         for folder in lib_dirs:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                return path
+            path = folder / name
+            if path.is_file():
+                return str(path)
     return ""
 
 
-def tlmalloc_allocators(build_dir, bench_dir):
-    lib = os.path.join(build_dir, "src", "libtlmalloc.so")
-    ts_prog = os.path.join(bench_dir, "scaling_ts")
-    found = os.path.isfile(lib)
-    main = Allocator("tlmalloc", "preload", lib if found else "", found,
-                     "" if found else "not built: %s missing" % lib,
-                     ts_api="nolock")
-    fast_lib = os.path.join(build_dir, "src", "libtlmalloc-fast.so")
-    fast_found = os.path.isfile(fast_lib)
-    fast = Allocator("tlmalloc-fast", "preload",
-                     fast_lib if fast_found else "", fast_found,
+def tlmalloc_allocators(build_dir: Path, bench_dir: Path) -> list[Allocator]:
+    lib = build_dir / "src" / "libtlmalloc.so"
+    ts_prog = bench_dir / "scaling_ts"
+    found = lib.is_file()
+    main = Allocator("tlmalloc", Kind.PRELOAD, str(lib) if found else "",
+                     found, "" if found else missing_note(lib),
+                     ts_api=TsApi.NOLOCK)
+    fast_lib = build_dir / "src" / "libtlmalloc-fast.so"
+    fast_found = fast_lib.is_file()
+    fast = Allocator("tlmalloc-fast", Kind.PRELOAD,
+                     str(fast_lib) if fast_found else "", fast_found,
                      "tlmalloc without free's checks of the pointer"
-                     if fast_found else "not built: %s missing" % fast_lib)
-    ts_found = os.path.isfile(ts_prog)
-    lock = Allocator("tlmalloc-lock", "ts", "", ts_found,
+                     if fast_found else missing_note(fast_lib))
+    ts_found = ts_prog.is_file()
+    lock = Allocator("tlmalloc-lock", Kind.TS, "", ts_found,
                      "ts_malloc_lock: one heap behind one lock "
                      "(scaling workload only)" if ts_found
-                     else "not built: %s missing" % ts_prog, ts_api="lock")
+                     else missing_note(ts_prog), ts_api=TsApi.LOCK)
     return [main, fast, lock]
 
 
-def peer_allocators(lib_dirs):
+def peer_allocators(lib_dirs: Sequence[Path]) -> list[Allocator]:
     found = []
-    for name, files, package in PEERS:
-        path = find_library(files, lib_dirs)
+    for peer in PEERS:
+        path = find_library(peer.files, lib_dirs)
         note = "" if path else "not found (%s; package %s)" % (
-            " or ".join(files), package)
-        found.append(Allocator(name, "preload", path, bool(path), note,
-                               package=package))
+            " or ".join(peer.files), peer.package)
+        found.append(Allocator(peer.name, Kind.PRELOAD, path, bool(path),
+                               note, package=peer.package))
     return found
 
 
-def read_peer_versions(path):
+def read_peer_versions(path: Path) -> dict[str, dict[str, Any]]:
     """{name: {"version", "crate", ...}} from build-peers.sh's VERSIONS.json.
 
     A missing or unreadable file, or one of another shape, gives {}; an
     entry that is not a mapping is left out.
     """
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     peers = data.get("peers") if isinstance(data, dict) else None
@@ -138,56 +194,61 @@ def read_peer_versions(path):
             if isinstance(entry, dict)}
 
 
-def built_peer_allocators(peers_dir):
+def built_peer_allocators(peers_dir: Path) -> list[Allocator]:
     """mimalloc3, snmalloc, rpmalloc from peers_dir, found or not."""
-    versions = read_peer_versions(os.path.join(peers_dir, VERSIONS_FILE))
+    versions = read_peer_versions(peers_dir / VERSIONS_FILE)
     allocs = []
-    for name, lib, crate in BUILT_PEERS:
-        path = os.path.join(peers_dir, lib)
-        entry = versions.get(name, {})
-        package = str(entry.get("crate") or crate) + " (cargo)"
-        if not os.path.isfile(path):
-            allocs.append(Allocator(name, "preload", "", False,
+    for peer in BUILT_PEERS:
+        path = peers_dir / peer.library
+        entry = versions.get(peer.name, {})
+        package = str(entry.get("crate") or peer.crate) + " (cargo)"
+        if not path.is_file():
+            allocs.append(Allocator(peer.name, Kind.PRELOAD, "", False,
                                     "%s (%s missing)" % (BUILD_PEERS_HINT,
                                                          path),
                                     package=package))
             continue
         version = str(entry.get("version") or "")
-        note = "built from the %s crate's bundled sources" % crate
+        note = "built from the %s crate's bundled sources" % peer.crate
         if not version:
             note += "; no version recorded in %s" % VERSIONS_FILE
-        allocs.append(Allocator(name, "preload", path, True, note,
-                                package=package, version=version))
+        allocs.append(Allocator(peer.name, Kind.PRELOAD, str(path), True,
+                                note, package=package, version=version))
     return allocs
 
 
-def musl_allocator(bench_dir):
+def musl_allocator(bench_dir: Path) -> Allocator:
     progs = []
-    if os.path.isdir(bench_dir):
-        progs = sorted(f for f in os.listdir(bench_dir) if f.endswith("-musl"))
+    if bench_dir.is_dir():
+        progs = sorted(f.name for f in bench_dir.iterdir()
+                       if f.name.endswith("-musl"))
     if progs:
-        return Allocator("musl", "musl", "", True,
+        return Allocator("musl", Kind.MUSL, "", True,
                          "static musl-gcc builds: " + ", ".join(progs),
                          package="musl")
-    return Allocator("musl", "musl", "", False,
+    return Allocator("musl", Kind.MUSL, "", False,
                      "no <workload>-musl programs in %s (musl-gcc missing?)"
                      % bench_dir, package="musl")
 
 
-def parse_extra(spec):
+def parse_extra(spec: str) -> Allocator:
     """NAME=/path/lib.so from the command line, as an Allocator."""
-    name, sep, path = spec.partition("=")
-    if not sep or not name or not path:
+    name, sep, given = spec.partition("=")
+    if not sep or not name or not given:
         raise ValueError("expected NAME=/path/lib.so, got %r" % spec)
     if name in BUILTIN:
         raise ValueError("allocator name %r is taken" % name)
-    path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        return Allocator(name, "preload", path, False, "%s: no such file" % path)
-    return Allocator(name, "preload", path, True, "given on the command line")
+    path = Path(os.path.abspath(given))     # normalised, links kept
+    if not path.is_file():
+        return Allocator(name, Kind.PRELOAD, str(path), False,
+                         "%s: no such file" % path)
+    return Allocator(name, Kind.PRELOAD, str(path), True,
+                     "given on the command line")
 
 
-def discover(build_dir, lib_dirs=None, extras=(), bench_dir=None):
+def discover(build_dir: Path, lib_dirs: Sequence[Path] | None = None,
+             extras: Iterable[str] = (),
+             bench_dir: Path | None = None) -> list[Allocator]:
     """Every allocator, found or not, in the report's order.
 
     build_dir holds src/libtlmalloc.so and peers/ (the built peers);
@@ -195,18 +256,19 @@ def discover(build_dir, lib_dirs=None, extras=(), bench_dir=None):
     """
     if lib_dirs is None:
         lib_dirs = default_lib_dirs()
-    bench_dir = bench_dir or os.path.join(build_dir, "bench")
+    bench_dir = bench_dir or build_dir / "bench"
     allocs = tlmalloc_allocators(build_dir, bench_dir)
-    allocs.append(Allocator("glibc", "system", "", True,
+    allocs.append(Allocator("glibc", Kind.SYSTEM, "", True,
                             "the C library's malloc (no preload)"))
     allocs += peer_allocators(lib_dirs)
-    allocs += built_peer_allocators(os.path.join(build_dir, PEERS_DIR))
+    allocs += built_peer_allocators(build_dir / PEERS_DIR)
     allocs.append(musl_allocator(bench_dir))
     allocs += [parse_extra(spec) for spec in extras]
     return allocs
 
 
-def select(allocs, names):
+def select(allocs: Sequence[Allocator],
+           names: Sequence[str]) -> list[Allocator]:
     """The allocators named (all when names is empty).  ValueError if unknown."""
     if not names:
         return list(allocs)
@@ -218,13 +280,13 @@ def select(allocs, names):
     return [a for a in allocs if a.name in names]
 
 
-def probe_preload(alloc, timeout=10):
+def probe_preload(alloc: Allocator, timeout: float = 10) -> Allocator:
     """Checks that the dynamic loader accepts alloc's library.
 
     Marks alloc missing (found=False) when it does not: a library the
     loader ignores would silently measure glibc under another name.
     """
-    if alloc.kind != "preload" or not alloc.found:
+    if alloc.kind is not Kind.PRELOAD or not alloc.found:
         return alloc
     env = dict(os.environ, LD_PRELOAD=alloc.path)
     try:
@@ -247,7 +309,9 @@ class Missing(Exception):
     """The cell exists but cannot run: the reason is the message."""
 
 
-def command_for(workload, point, alloc, bench_dir, args):
+def command_for(workload: Workload, point: Point, alloc: Allocator,
+                bench_dir: Path, args: Sequence[str]
+                ) -> tuple[list[str], dict[str, str]]:
     """(argv, extra_env) running one point of a workload with alloc.
 
     Raises NotApplicable (tlmalloc-lock outside the scaling workload) or
@@ -257,16 +321,16 @@ def command_for(workload, point, alloc, bench_dir, args):
     env = {}
     if workload.ts_binary and alloc.ts_api:
         prog = workload.ts_binary
-        args = list(args) + ["--api", alloc.ts_api]
-    elif alloc.kind == "ts":
+        args = list(args) + ["--api", alloc.ts_api.value]
+    elif alloc.kind is Kind.TS:
         raise NotApplicable(alloc.name)
-    elif alloc.kind == "musl":
+    elif alloc.kind is Kind.MUSL:
         prog += "-musl"
-    elif alloc.kind == "preload":
+    elif alloc.kind is Kind.PRELOAD:
         env["LD_PRELOAD"] = alloc.path
     if not alloc.found:
         raise Missing("allocator missing: " + alloc.note)
-    path = os.path.join(bench_dir, prog)
-    if not os.path.isfile(path):
+    path = bench_dir / prog
+    if not path.is_file():
         raise Missing("%s not built" % prog)
-    return [path] + list(args), env
+    return [str(path)] + list(args), env

@@ -9,7 +9,14 @@ never written in advance.
 A factor counts as a clear difference when it is at least CLEAR (10%).
 """
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from .records import StraceRow
+from .stats import CellKey, CellSummary
+
+Cells = Mapping[CellKey, CellSummary]
+Series = list[tuple[int, float]]       # [(threads, value)]
 
 CLEAR = 1.10          # a factor this far from 1 is a difference, not noise
 SAME_SIZE = 1.25      # data sizes within this factor count as the same
@@ -22,26 +29,28 @@ class Observation:
     verdict: str      # holds | does not hold | partly | not measured
 
 
-def cell_value(cells, workload, point, allocator, measure="wall"):
-    cell = cells.get((workload, point, allocator))
+def cell_value(cells: Cells, workload: str, point: str | None,
+               allocator: str, measure: str = "wall") -> float | None:
+    cell = cells.get((workload, point, allocator)) if point else None
     if cell is None or cell.failed:
         return None
     return cell.value(measure)
 
 
-def only_point(cells, workload):
+def only_point(cells: Cells, workload: str) -> str | None:
     points = sorted({k[1] for k in cells if k[0] == workload})
     return points[0] if len(points) == 1 else None
 
 
-def compare_factor(faster, slower):
+def compare_factor(faster: float | None,
+                   slower: float | None) -> float | None:
     """slower/faster, or None when either is missing or zero."""
     if not faster or not slower:
         return None
     return slower / faster
 
 
-def direction_verdict(factor):
+def direction_verdict(factor: float | None) -> str:
     if factor is None:
         return "not measured"
     if factor >= CLEAR:
@@ -51,19 +60,19 @@ def direction_verdict(factor):
     return "does not hold (no clear difference)"
 
 
-def speed_text(name, factor, other):
+def speed_text(name: str, factor: float, other: str) -> str:
     if factor >= 1:
         return "%s %.2fx faster than %s" % (name, factor, other)
     return "%s %.2fx slower than %s" % (name, 1 / factor, other)
 
 
-def tcmalloc_loop(cells):
+def tcmalloc_loop(cells: Cells) -> Observation:
     claim = "tcmalloc ran the malloc/free loop 2.7x faster than glibc"
     point = only_point(cells, "loop")
     glibc = cell_value(cells, "loop", point, "glibc")
     tc = cell_value(cells, "loop", point, "tcmalloc")
     factor = compare_factor(tc, glibc)
-    if factor is None:
+    if factor is None or tc is None or glibc is None:
         return Observation(claim, "loop not measured for both glibc and "
                            "tcmalloc", "not measured")
     here = "%s (%.3f s vs %.3f s)" % (speed_text("tcmalloc", factor, "glibc"),
@@ -71,13 +80,13 @@ def tcmalloc_loop(cells):
     return Observation(claim, here, direction_verdict(factor))
 
 
-def tcmalloc_prodcons(cells):
+def tcmalloc_prodcons(cells: Cells) -> Observation:
     claim = "yet ran the producer/consumer pairs 3.3x slower than glibc"
     point = only_point(cells, "prodcons")
     glibc = cell_value(cells, "prodcons", point, "glibc")
     tc = cell_value(cells, "prodcons", point, "tcmalloc")
     factor = compare_factor(glibc, tc)
-    if factor is None:
+    if factor is None or tc is None or glibc is None:
         return Observation(claim, "prodcons not measured for both glibc and "
                            "tcmalloc", "not measured")
     here = "%s (%.3f s vs %.3f s)" % (
@@ -85,19 +94,22 @@ def tcmalloc_prodcons(cells):
     return Observation(claim, here, direction_verdict(factor))
 
 
-def scaling_series(cells, allocator, measure="wall"):
+def scaling_series(cells: Cells, allocator: str,
+                   measure: str = "wall") -> Series:
     """[(threads, value)] for the scaling workload, sorted by threads."""
     series = []
     for (workload, point, alloc), cell in cells.items():
         if workload != "scaling" or alloc != allocator or cell.failed:
             continue
         threads = point.split()[0]
-        if threads.isdigit() and cell.value(measure) is not None:
-            series.append((int(threads), cell.value(measure)))
+        value = cell.value(measure)
+        if threads.isdigit() and value is not None:
+            series.append((int(threads), value))
     return sorted(series)
 
 
-def scaling_times(cells, allocators):
+def scaling_times(cells: Cells, allocators: Sequence[str]
+                  ) -> tuple[dict[str, Series], str]:
     """{allocator: [(threads, seconds)]} and the name of the time used:
     the programs' own timing of the work (metric `seconds`) when every
     cell has it, else the wall time of the process."""
@@ -108,7 +120,7 @@ def scaling_times(cells, allocators):
     return walls, "wall time"
 
 
-def lock_grows(cells):
+def lock_grows(cells: Cells) -> Observation:
     claim = "with one lock, time grew with every added thread"
     times, what = scaling_times(cells, ["tlmalloc-lock"])
     series = times["tlmalloc-lock"]
@@ -128,7 +140,7 @@ def lock_grows(cells):
     return Observation(claim, here, verdict)
 
 
-def lock_vs_local(cells):
+def lock_vs_local(cells: Cells) -> Observation:
     claim = "8x slower than thread-local at 8 threads"
     times, what = scaling_times(cells, ["tlmalloc-lock", "tlmalloc"])
     lock = dict(times["tlmalloc-lock"])
@@ -146,7 +158,7 @@ def lock_vs_local(cells):
     return Observation(claim, here, direction_verdict(factor))
 
 
-def data_same(cells):
+def data_same(cells: Cells) -> Observation:
     claim = "while the data size stayed the same (lock vs thread-local)"
     lock = dict(scaling_series(cells, "tlmalloc-lock", "data_bytes"))
     local = dict(scaling_series(cells, "tlmalloc", "data_bytes"))
@@ -161,15 +173,16 @@ def data_same(cells):
     return Observation(claim, here, "holds" if same else "does not hold")
 
 
-def futex_counts(strace_rows, workload):
+def futex_counts(strace_rows: Iterable[StraceRow],
+                 workload: str) -> dict[str, int]:
     counts = {}
     for row in strace_rows:
-        if row.get("workload") == workload and row.get("ok"):
-            counts[row["allocator"]] = row.get("futex_calls")
+        if row.workload == workload and row.ok and row.calls is not None:
+            counts[row.allocator] = row.calls.futex_calls
     return counts
 
 
-def tcmalloc_futex(strace_rows):
+def tcmalloc_futex(strace_rows: Iterable[StraceRow]) -> Observation:
     claim = ("tcmalloc's producer/consumer pairs made more futex calls than "
              "glibc's (185,731 vs 53,653)")
     counts = futex_counts(strace_rows, "prodcons")
@@ -184,7 +197,8 @@ def tcmalloc_futex(strace_rows):
     return Observation(claim, here, direction_verdict(tc / glibc))
 
 
-def observations(cells, strace_rows=()):
+def observations(cells: Cells,
+                 strace_rows: Iterable[StraceRow] = ()) -> list[Observation]:
     """Every classic observation with this run's figures and verdicts."""
     return [tcmalloc_loop(cells), tcmalloc_prodcons(cells),
             tcmalloc_futex(strace_rows), lock_grows(cells),

@@ -22,28 +22,79 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import allocators as alloc_mod
 from . import fastpath as fastpath_mod
 from . import machine, plots, report, results, workloads
 from . import programs as programs_mod
+from .allocators import Allocator
 from .parse import parse_strace, strace_summary
+from .programs import Program
+from .records import (FastpathPass, MissingCell, Plots, Results, Run,
+                      StracePass, StraceRow, WorkloadEntry)
 from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, interleave
+from .workloads import Mode, Workload
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-QUICK_REPS, FULL_REPS = 3, 5
-QUICK_TIMEOUT, FULL_TIMEOUT = 120, 1200
-QUICK_SLOW = 2.0       # quick mode: cells slower than this run once
+REPO = Path(__file__).absolute().parents[2]
 KEEP_OUTPUT = 1500     # characters of a failed run's output kept
 
 
-def split_list(text):
-    return [item for item in (text or "").split(",") if item]
+@dataclass(frozen=True)
+class ModeDefaults:
+    """What a mode gives the options left out."""
+    reps: int
+    timeout: float     # seconds before a run counts as failed
+    slow: float        # a cell slower than this runs once; 0 = off
+    guess: float       # a run's guessed length before any ran (progress)
 
 
-def parse_args(argv):
+DEFAULTS = {
+    Mode.QUICK: ModeDefaults(reps=3, timeout=120, slow=2.0, guess=1.0),
+    Mode.FULL: ModeDefaults(reps=5, timeout=1200, slow=0, guess=10.0),
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The command line, with the mode's defaults filled in."""
+    mode: Mode = Mode.QUICK
+    only: str = ""
+    alloc: str = ""
+    program: list[str] = field(default_factory=list)
+    reps: int = DEFAULTS[Mode.QUICK].reps
+    out: Path = REPO / "results"
+    build: Path = REPO / "build"
+    bench_dir: Path = REPO / "build" / "bench"
+    lib_dir: list[Path] = field(default_factory=list)
+    timeout: float = DEFAULTS[Mode.QUICK].timeout
+    timeout_given: float = 0       # --timeout as given, 0 when left out
+    slow: float = DEFAULTS[Mode.QUICK].slow
+    # the quick mode's run-once rule is for the built-in suite; a user
+    # program keeps its repetitions unless --slow is given
+    slow_programs: bool = False
+    no_strace: bool = False
+    no_fastpath: bool = False
+    no_plots: bool = False
+    strict: bool = False
+    list_only: bool = False      # --list
+    report_only: Path | None = None
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def full(self) -> bool:
+        return self.mode.full
+
+
+def split_list(text: str) -> list[str]:
+    return [item for item in text.split(",") if item]
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    quick, full = DEFAULTS[Mode.QUICK], DEFAULTS[Mode.FULL]
     parser = argparse.ArgumentParser(
         prog="python3 -m bench.harness",
         description="Run the allocator experiments and write a report.")
@@ -64,25 +115,26 @@ def parse_args(argv):
                              "only the programs run, unless --only names "
                              "workloads or fastpath too")
     parser.add_argument("--reps", type=int, default=0,
-                        help="repetitions per cell (quick 3, full 5)")
-    parser.add_argument("--out", default=os.path.join(REPO, "results"),
+                        help="repetitions per cell (quick %d, full %d)" % (
+                            quick.reps, full.reps))
+    parser.add_argument("--out", type=Path, default=Options.out,
                         help="results root; each run makes a new folder")
-    parser.add_argument("--build", default=os.path.join(REPO, "build"),
+    parser.add_argument("--build", type=Path, default=Options.build,
                         help="CMake build folder (default build/)")
-    parser.add_argument("--bench-dir", default="",
+    parser.add_argument("--bench-dir", type=Path, default=None,
                         help="where the workload programs are "
                              "(default BUILD/bench)")
-    parser.add_argument("--lib-dir", action="append", default=[],
+    parser.add_argument("--lib-dir", type=Path, action="append", default=[],
                         help="look for the peer libraries here (repeatable; "
                              "replaces the system folders)")
     parser.add_argument("--timeout", type=float, default=0,
                         help="seconds before a run counts as failed "
-                             "(quick %d, full %d)" % (QUICK_TIMEOUT,
-                                                      FULL_TIMEOUT))
+                             "(quick %d, full %d)" % (quick.timeout,
+                                                      full.timeout))
     parser.add_argument("--slow", type=float, default=-1,
                         help="a cell whose first run takes longer than this "
                              "many seconds runs only once (quick %g, full "
-                             "off; 0 = off)" % QUICK_SLOW)
+                             "off; 0 = off)" % quick.slow)
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the strace runs")
     parser.add_argument("--no-fastpath", action="store_true",
@@ -93,44 +145,47 @@ def parse_args(argv):
                         help="exit 1 when any run failed")
     parser.add_argument("--list", action="store_true",
                         help="list the workloads and allocators, run nothing")
-    parser.add_argument("--report-only", metavar="RUN_DIR", default="",
+    parser.add_argument("--report-only", metavar="RUN_DIR", type=Path,
+                        default=None,
                         help="rebuild report.md and plots from RUN_DIR")
     parser.add_argument("extra", nargs="*", metavar="NAME=/path/lib.so",
                         help="more allocators to preload")
     args = parser.parse_args(argv)
     if args.reps < 0:
         parser.error("--reps must be positive")
-    args.reps = args.reps or (FULL_REPS if args.full else QUICK_REPS)
-    args.timeout_given = args.timeout
-    args.timeout = args.timeout or (FULL_TIMEOUT if args.full
-                                    else QUICK_TIMEOUT)
-    args.bench_dir = args.bench_dir or os.path.join(args.build, "bench")
-    # the quick mode's run-once rule is for the built-in suite; a user
-    # program keeps its repetitions unless --slow is given
-    args.slow_programs = args.slow >= 0
-    if args.slow < 0:
-        args.slow = 0 if args.full else QUICK_SLOW
-    return args
+    chosen = Mode.FULL if args.full else Mode.QUICK
+    defaults = DEFAULTS[chosen]
+    return Options(
+        mode=chosen, only=args.only, alloc=args.alloc, program=args.program,
+        reps=args.reps or defaults.reps, out=args.out, build=args.build,
+        bench_dir=args.bench_dir or args.build / "bench",
+        lib_dir=args.lib_dir, timeout=args.timeout or defaults.timeout,
+        timeout_given=args.timeout,
+        slow=defaults.slow if args.slow < 0 else args.slow,
+        slow_programs=args.slow >= 0, no_strace=args.no_strace,
+        no_fastpath=args.no_fastpath, no_plots=args.no_plots,
+        strict=args.strict, list_only=args.list, report_only=args.report_only,
+        extra=args.extra)
 
 
-def tlmalloc_version():
+def tlmalloc_version() -> str:
     """MAJOR.MINOR.PATCH from include/tlmalloc.h, with git describe."""
     version = ""
     try:
-        with open(os.path.join(REPO, "include", "tlmalloc.h")) as handle:
-            text = handle.read()
+        text = (REPO / "include" / "tlmalloc.h").read_text()
         parts = [re.search(r"#define\s+TLMALLOC_VERSION_%s\s+(\d+)" % part,
                            text) for part in ("MAJOR", "MINOR", "PATCH")]
-        if all(parts):
-            version = ".".join(p.group(1) for p in parts)
+        found = [p.group(1) for p in parts if p]
+        if len(found) == len(parts):
+            version = ".".join(found)
     except OSError:
         pass
-    described = machine.run_text(["git", "-C", REPO, "describe", "--always",
-                                  "--dirty"])
+    described = machine.run_text(["git", "-C", str(REPO), "describe",
+                                  "--always", "--dirty"])
     return " ".join(v for v in (version, described and "(%s)" % described) if v)
 
 
-def find_allocators(args):
+def find_allocators(args: Options) -> list[Allocator]:
     allocs = alloc_mod.discover(args.build, args.lib_dir or None, args.extra,
                                 args.bench_dir)
     for alloc in allocs:
@@ -142,9 +197,23 @@ def find_allocators(args):
                      if a.name in extra_names and a not in chosen]
 
 
-def plan(chosen_workloads, allocs, args):
-    """(jobs {Cell: (argv, env)}, missing [dict]) for every cell."""
-    jobs, missing = {}, []
+@dataclass
+class Job:
+    """What runs a cell: the command, its settings, and the --program it
+    runs (None for a built-in workload)."""
+    argv: list[str]
+    env: dict[str, str]
+    program: Program | None = None
+
+
+Jobs = dict[Cell, Job]
+
+
+def plan(chosen_workloads: Sequence[Workload], allocs: Sequence[Allocator],
+         args: Options) -> tuple[Jobs, list[MissingCell]]:
+    """(jobs, the cells that cannot run) for every cell."""
+    jobs: Jobs = {}
+    missing = []
     for work in chosen_workloads:
         for point in work.points(args.full):
             point_args = workloads.point_args(point, args.full)
@@ -155,136 +224,139 @@ def plan(chosen_workloads, allocs, args):
                 except alloc_mod.NotApplicable:
                     continue
                 except alloc_mod.Missing as why:
-                    missing.append({"workload": work.name,
-                                    "point": point.label,
-                                    "allocator": alloc.name,
-                                    "reason": str(why)})
+                    missing.append(MissingCell(work.name, point.label,
+                                               alloc.name, str(why)))
                     continue
-                jobs[Cell(work.name, point.label, alloc.name)] = (argv, env,
-                                                                  None)
+                jobs[Cell(work.name, point.label, alloc.name)] = Job(argv, env)
     return jobs, missing
 
 
-def plan_programs(programs, allocs):
+def plan_programs(programs: Sequence[Program], allocs: Sequence[Allocator]
+                  ) -> tuple[Jobs, list[MissingCell], list[Run]]:
     """(jobs, missing, failed runs) for the user's programs: a program
     whose executable is not found gets one failed run per cell."""
-    jobs, missing, failed = {}, [], []
+    jobs: Jobs = {}
+    missing = []
+    failed = []
     for program in programs:
         for alloc in allocs:
             cell = Cell(program.name, programs_mod.POINT, alloc.name)
             try:
                 argv, env = programs_mod.command_for(program, alloc)
             except (programs_mod.NotApplicable, programs_mod.Missing) as why:
-                missing.append({"workload": program.name,
-                                "point": programs_mod.POINT,
-                                "allocator": alloc.name,
-                                "reason": str(why)})
+                missing.append(MissingCell(program.name, programs_mod.POINT,
+                                           alloc.name, str(why)))
                 continue
             if program.error:
-                failed.append(not_started(cell, argv, env, program))
+                failed.append(not_started(cell, Job(argv, env, program)))
                 continue
-            jobs[cell] = (argv, env, program)
+            jobs[cell] = Job(argv, env, program)
     return jobs, missing, failed
 
 
-def not_started(cell, argv, env, program):
+def not_started(cell: Cell, job: Job) -> Run:
     """The failed run of a program that cannot start (not found)."""
-    measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "", program.error)
-    run = run_record(cell, 0, argv, env, 0, program, measured)
-    run["reason"] = "not started: " + program.error
+    error = job.program.error if job.program else ""
+    measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "", error)
+    run = run_record(cell, 0, job, 0, measured)
+    run.reason = "not started: " + error
     return run
 
 
-def run_record(cell, rep, argv, env, timeout, program=None, measured=None):
+def run_record(cell: Cell, rep: int, job: Job, timeout: float,
+               measured: Measured | None = None) -> Run:
+    program = job.program
     if measured is None:
         try:
-            measured = run_measured(argv, env, timeout,
+            measured = run_measured(job.argv, job.env, timeout,
                                     cwd=program.cwd if program else None)
         except OSError as err:
             measured = Measured(0.0, 0.0, 0.0, 0, -1, 0, False, "",
                                 "could not start: %s" % err)
-    judged = programs_mod.judge if program else judge
-    ok, reason, parsed = judged(measured)
-    run = {"workload": cell.workload, "point": cell.point,
-           "allocator": cell.allocator, "rep": rep, "ok": ok,
-           "reason": reason, "wall": measured.wall, "user": measured.user,
-           "sys": measured.sys, "maxrss_kb": measured.maxrss_kb,
-           "exit_code": measured.exit_code, "signal": measured.signal,
-           "metrics": parsed.metrics, "units": parsed.units,
-           "command": [*("%s=%s" % kv for kv in env.items()), *argv]}
-    if not ok:
-        run["stdout_tail"] = measured.stdout[-KEEP_OUTPUT:]
-        run["stderr_tail"] = measured.stderr[-KEEP_OUTPUT:]
+    judged = programs_mod.judge(measured) if program else judge(measured)
+    run = Run(cell.workload, cell.point, cell.allocator, rep=rep,
+              ok=judged.ok, reason=judged.reason, wall=measured.wall,
+              user=measured.user, sys=measured.sys,
+              maxrss_kb=measured.maxrss_kb, exit_code=measured.exit_code,
+              signal=measured.signal, metrics=judged.output.metrics,
+              units=judged.output.units,
+              command=["%s=%s" % kv for kv in job.env.items()] + job.argv)
+    if not judged.ok:
+        run.stdout_tail = measured.stdout[-KEEP_OUTPUT:]
+        run.stderr_tail = measured.stderr[-KEEP_OUTPUT:]
     return run
 
 
-def run_all(jobs, args, progress):
+def run_all(jobs: Jobs, args: Options,
+            progress: Progress) -> tuple[list[Run], bool]:
     """Every job args.reps times (a slow cell once); returns (runs,
     interrupted)."""
     order = interleave(list(jobs), args.reps)
-    runs, once = [], set()
+    runs: list[Run] = []
+    once: set[Cell] = set()
     try:
         for index, (rep, cell) in enumerate(order):
             if cell in once:
                 continue
-            argv, env, program = jobs[cell]
+            job = jobs[cell]
             progress.start(rep, args.reps, cell)
-            run = run_record(cell, rep, argv, env, args.timeout, program)
+            run = run_record(cell, rep, job, args.timeout)
             runs.append(run)
-            slow_rule = args.slow and (program is None or args.slow_programs)
-            if slow_rule and rep == 0 and run["wall"] > args.slow:
+            slow_rule = args.slow and (job.program is None or
+                                       args.slow_programs)
+            if slow_rule and rep == 0 and run.wall > args.slow:
                 once.add(cell)
             left = [c for _, c in order[index + 1:] if c not in once]
-            progress.finish(cell, run["wall"], run["ok"], run["reason"], left)
+            progress.finish(cell, run.wall, run.ok, run.reason, left)
     except KeyboardInterrupt:
         progress.note("interrupted: writing what was measured so far")
         return runs, True
     return runs, False
 
 
-def strace_one(cell, argv, env, out_file, timeout):
+def strace_one(cell: Cell, job: Job, out_file: Path,
+               timeout: float) -> StraceRow:
     # -E gives the settings (LD_PRELOAD) to the traced program, not strace
-    settings = [arg for item in sorted(env.items())
+    settings = [arg for item in sorted(job.env.items())
                 for arg in ("-E", "%s=%s" % item)]
-    strace_argv = ["strace", "-c", "-f", "-o", out_file] + settings + \
-        list(argv)
+    strace_argv = ["strace", "-c", "-f", "-o", str(out_file)] + settings + \
+        job.argv
     measured = run_measured(strace_argv, {}, timeout)
-    ok, reason, _ = judge(measured)
-    row = {"workload": cell.workload, "allocator": cell.allocator, "ok": ok,
-           "reason": reason, "file": os.path.basename(out_file),
-           "wall": round(measured.wall, 3)}
+    judged = judge(measured)
+    row = StraceRow(cell.workload, cell.allocator, judged.ok, judged.reason,
+                    file=out_file.name, wall=round(measured.wall, 3))
     try:
-        with open(out_file) as handle:
-            row.update(strace_summary(parse_strace(handle.read())))
+        row.calls = strace_summary(parse_strace(out_file.read_text()))
     except OSError as err:
-        row.update(ok=False, reason=reason or "no strace output: %s" % err)
+        row.ok = False
+        row.reason = judged.reason or "no strace output: %s" % err
     return row
 
 
-def run_strace(jobs, chosen_workloads, args, run_dir, progress):
+def run_strace(jobs: Jobs, chosen_workloads: Sequence[Workload],
+               args: Options, run_dir: Path,
+               progress: Progress) -> StracePass:
     if args.no_strace:
-        return {"available": False, "note": "--no-strace given", "rows": []}
+        return StracePass(False, "--no-strace given")
     if not shutil.which("strace"):
-        return {"available": False, "rows": [],
-                "note": "strace is not installed (scripts/install-deps.sh "
-                        "installs it)"}
+        return StracePass(False, "strace is not installed "
+                                 "(scripts/install-deps.sh installs it)")
     names = {w.name for w in chosen_workloads if w.strace}
     cells = [c for c in jobs if c.workload in names]
-    folder = os.path.join(run_dir, "strace")
-    os.makedirs(folder, exist_ok=True)
+    folder = run_dir / "strace"
+    folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for i, cell in enumerate(cells):
         progress.note("[strace %d/%d] %s | %s" % (i + 1, len(cells),
                                                   cell.workload,
                                                   cell.allocator))
-        out_file = os.path.join(folder, "%s-%s.txt" % (cell.workload,
-                                                        cell.allocator))
-        argv, env = jobs[cell][:2]
-        rows.append(strace_one(cell, argv, env, out_file, args.timeout))
-    return {"available": True, "note": "", "rows": rows}
+        out_file = folder / ("%s-%s.txt" % (cell.workload, cell.allocator))
+        rows.append(strace_one(cell, jobs[cell], out_file, args.timeout))
+    return StracePass(True, "", rows)
 
 
-def run_fastpath(allocs, args, wanted, progress):
+def run_fastpath(allocs: Sequence[Allocator], args: Options, wanted: bool,
+                 progress: Progress) -> FastpathPass:
     """The fast-path pass's results (see fastpath.py), or why it did not
     run."""
     if not wanted:
@@ -292,12 +364,13 @@ def run_fastpath(allocs, args, wanted, progress):
             "not selected (--program without --only fastpath)" \
             if args.program and not args.only else \
             "not selected (--only without fastpath)"
-        return {"available": False, "note": why, "rows": []}
+        return FastpathPass(False, why)
     return fastpath_mod.run_pass(allocs, args.bench_dir, args.timeout,
                                  progress.note)
 
 
-def choose_workloads(names, no_fastpath=False, programs=False):
+def choose_workloads(names: Sequence[str], no_fastpath: bool = False,
+                     programs: bool = False) -> tuple[list[Workload], bool]:
     """(workloads to time, whether the fast-path pass runs) from --only's
     names: `fastpath` alone times no workload; with --program given,
     nothing but the programs unless --only names more."""
@@ -308,20 +381,15 @@ def choose_workloads(names, no_fastpath=False, programs=False):
     return chosen, fastpath_mod.selected(names, no_fastpath)
 
 
-def workload_dicts(chosen, full):
-    return [{"name": w.name, "title": w.title, "summary": w.summary,
-             "points": [p.label for p in w.points(full)],
-             "metric_order": list(w.metric_order)} for w in chosen]
-
-
-def recorded_command(argv):
+def recorded_command(argv: Sequence[str]) -> str:
     given = os.environ.get("TLMALLOC_BENCH_COMMAND")
     if given:
         return given
     return "python3 -m bench.harness " + shlex.join(argv)
 
 
-def program_dicts(programs, args):
+def program_entries(programs: Sequence[Program],
+                    args: Options) -> list[WorkloadEntry]:
     """The programs as the report's workloads, each with the command line
     that reruns it alone."""
     given = os.environ.get("TLMALLOC_BENCH_COMMAND", "")
@@ -333,35 +401,32 @@ def program_dicts(programs, args):
     if args.alloc:
         options += ["--alloc", args.alloc]
     options += args.extra
-    dicts = []
+    entries = []
     for program in programs:
         spec = ("%s=%s" % (program.name, program.command) if program.named
                 else program.command)
-        entry = program.to_dict()
-        entry["reproduce"] = shlex.join(head + ["--program", spec] + options)
-        dicts.append(entry)
-    return dicts
+        entries.append(WorkloadEntry.of_program(program, shlex.join(
+            head + ["--program", spec] + options)))
+    return entries
 
 
-def write_outputs(data, run_dir, args):
+def write_outputs(data: Results, run_dir: Path, args: Options) -> None:
     if args.no_plots:
-        data["plots"] = {"available": False, "note": "--no-plots given",
-                         "files": {}}
+        data.plots = Plots(False, "--no-plots given")
     else:
-        data["plots"] = plots.make_plots(data, run_dir)
-    results.write_json(os.path.join(run_dir, "runs.json"), data)
-    results.write_runs_csv(os.path.join(run_dir, "runs.csv"), data["runs"])
-    results.write_strace_csv(os.path.join(run_dir, "strace.csv"),
-                             data["strace"]["rows"])
-    results.write_fastpath_csv(os.path.join(run_dir, "fastpath.csv"),
-                               data.get("fastpath", {}).get("rows", []))
-    with open(os.path.join(run_dir, "report.md"), "w") as handle:
-        handle.write(report.build_report(data))
+        data.plots = plots.make_plots(data, run_dir)
+    results.write_json(run_dir / "runs.json", data)
+    results.write_runs_csv(run_dir / "runs.csv", data.runs)
+    results.write_strace_csv(run_dir / "strace.csv", data.strace.rows)
+    results.write_fastpath_csv(run_dir / "fastpath.csv", data.fastpath.rows)
+    (run_dir / "report.md").write_text(report.build_report(data))
 
 
-def list_everything(chosen_workloads, allocs, args, fastpath_wanted,
-                    programs=()):
-    print("workloads (%s mode):" % ("full" if args.full else "quick"))
+def list_everything(chosen_workloads: Sequence[Workload],
+                    allocs: Sequence[Allocator], args: Options,
+                    fastpath_wanted: bool,
+                    programs: Sequence[Program] = ()) -> None:
+    print("workloads (%s mode):" % args.mode.value)
     for work in chosen_workloads:
         print("  %-11s %s: %s" % (work.name, work.title, ", ".join(
             p.label for p in work.points(args.full))))
@@ -379,24 +444,30 @@ def list_everything(chosen_workloads, allocs, args, fastpath_wanted,
                                    else "MISSING", alloc.path or alloc.note))
 
 
-def report_only(args):
+def report_only(args: Options) -> int:
+    """Rebuilds report.md, the CSV files and the plots of the results
+    folder --report-only names."""
     run_dir = args.report_only
-    data = results.load_json(os.path.join(run_dir, "runs.json"))
-    csv_path = os.path.join(run_dir, "fastpath.csv")
-    if os.path.isfile(csv_path):
+    assert run_dir is not None, "report_only() without --report-only"
+    raw = results.load_json(run_dir / "runs.json")
+    data = Results.from_json(raw)
+    csv_path = run_dir / "fastpath.csv"
+    if csv_path.is_file():
         # the CSV is the table's source: a corrected CSV redraws the report
-        data.setdefault("fastpath", {"available": True, "note": ""})
-        data["fastpath"]["rows"] = results.read_fastpath_csv(csv_path)
-    else:
-        data.setdefault("fastpath", {"available": False, "rows": [],
-                                     "note": "this run has no fastpath.csv"})
+        if "fastpath" not in raw:
+            data.fastpath = FastpathPass(True, "")
+        data.fastpath.rows = results.read_fastpath_csv(csv_path)
+    elif "fastpath" not in raw:
+        data.fastpath = FastpathPass(False, "this run has no fastpath.csv")
     write_outputs(data, run_dir, args)
-    print(os.path.join(run_dir, "report.md"))
+    print(run_dir / "report.md")
     return 0
 
 
-def announce(allocs, jobs, missing, args, progress, fastpath_wanted,
-             programs=()):
+def announce(allocs: Sequence[Allocator], jobs: Jobs,
+             missing: Sequence[MissingCell], args: Options,
+             progress: Progress, fastpath_wanted: bool,
+             programs: Sequence[Program] = ()) -> None:
     found = [a.name for a in allocs if a.found]
     lost = ["%s (%s)" % (a.name, a.note) for a in allocs if not a.found]
     progress.note("allocators: %s" % ", ".join(found))
@@ -408,22 +479,21 @@ def announce(allocs, jobs, missing, args, progress, fastpath_wanted,
                           "FAILED" % (shlex.quote(program.command),
                                       program.error))
     for miss in missing:
-        if not miss["reason"].startswith(("allocator missing",
-                                          "not applicable")):
-            progress.note("not run: %(workload)s %(point)s | %(allocator)s: "
-                          "%(reason)s" % miss)
+        if not miss.reason.startswith(("allocator missing",
+                                       "not applicable")):
+            progress.note("not run: %s %s | %s: %s" % (
+                miss.workload, miss.point, miss.allocator, miss.reason))
     progress.note("%d cells x %d reps = %d runs (%s mode)" % (
-        len(jobs), args.reps, len(jobs) * args.reps,
-        "full" if args.full else "quick"))
+        len(jobs), args.reps, len(jobs) * args.reps, args.mode.value))
     if fastpath_wanted:
         progress.note("then the fast-path pass: bench/fastpath.sh under "
                       "callgrind")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    if args.report_only:
+    if args.report_only is not None:
         return report_only(args)
     try:
         chosen, fastpath_wanted = choose_workloads(
@@ -435,7 +505,7 @@ def main(argv=None):
     except ValueError as err:
         print("error: %s" % err, file=sys.stderr)
         return 2
-    if args.list:
+    if args.list_only:
         list_everything(chosen, allocs, args, fastpath_wanted, programs)
         return 0
     jobs, missing = plan(chosen, allocs, args)
@@ -451,14 +521,14 @@ def main(argv=None):
         print("error: nothing to run", file=sys.stderr)
         return 2
     progress = Progress(len(jobs) * args.reps,
-                        default=1.0 if not args.full else 10.0)
+                        default=DEFAULTS[args.mode].guess)
     announce(allocs, jobs, missing, args, progress, fastpath_wanted, programs)
     run_dir = results.new_run_dir(args.out)
     started = time.time()
     runs, interrupted = run_all(jobs, args, progress)
     runs = not_run + runs
-    strace = {"available": False, "note": "interrupted", "rows": []}
-    fastpath = dict(strace)
+    strace = StracePass(False, "interrupted")
+    fastpath = FastpathPass(False, "interrupted")
     if not interrupted:
         strace = run_strace(jobs, chosen, args, run_dir, progress)
         try:
@@ -466,43 +536,42 @@ def main(argv=None):
         except KeyboardInterrupt:
             progress.note("interrupted: writing what was measured so far")
             interrupted = True
-    data = {
-        "command": recorded_command(argv),
-        "repo": REPO,
-        "mode": "full" if args.full else "quick",
-        "reps": args.reps,
+    data = Results(
+        command=recorded_command(argv),
+        repo=str(REPO),
+        mode=args.mode,
+        reps=args.reps,
         # the run-once rule: built-in workloads, programs with --slow given
-        "slow": args.slow if chosen or args.slow_programs else 0,
-        "started": datetime.datetime.fromtimestamp(started).isoformat(
+        slow=args.slow if chosen or args.slow_programs else 0,
+        started=datetime.datetime.fromtimestamp(started).isoformat(
             timespec="seconds"),
-        "duration_s": round(time.time() - started),
-        "interrupted": interrupted,
-        "machine": machine.describe(),
-        "allocators": [a.to_dict() for a in allocs],
-        "workloads": workload_dicts(chosen, args.full) +
-        program_dicts(programs, args),
-        "runs": runs,
-        "missing": missing,
-        "strace": strace,
-        "fastpath": fastpath,
-    }
+        duration_s=round(time.time() - started),
+        interrupted=interrupted,
+        machine=machine.describe(),
+        allocators=allocs,
+        workloads=[WorkloadEntry.of_workload(w, args.full) for w in chosen] +
+        program_entries(programs, args),
+        runs=runs,
+        missing=missing,
+        strace=strace,
+        fastpath=fastpath,
+    )
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)
-    if not data["plots"]["available"]:
-        progress.note("no plots: %s" % data["plots"]["note"])
-    if not strace["available"]:
-        progress.note("no strace table: %s" % strace["note"])
-    if not fastpath["available"]:
-        progress.note("no fast-path table: %s" % fastpath["note"])
-    failed = sum(1 for r in runs if not r["ok"])
+    if not data.plots.available:
+        progress.note("no plots: %s" % data.plots.note)
+    if not strace.available:
+        progress.note("no strace table: %s" % strace.note)
+    if not fastpath.available:
+        progress.note("no fast-path table: %s" % fastpath.note)
+    failed = sum(1 for r in runs if not r.ok)
     progress.note("%d runs, %d failed; report: %s" % (
-        len(runs), failed, os.path.join(run_dir, "report.md")))
-    bad_counts = sum(1 for r in fastpath["rows"]
-                     if r["measured"] and not r["ok"])
+        len(runs), failed, run_dir / "report.md"))
+    bad_counts = sum(1 for r in fastpath.rows if r.measured and not r.ok)
     if bad_counts:
         progress.note("fast path: %d count%s FAILED (see the report)" % (
             bad_counts, "" if bad_counts == 1 else "s"))
     failed += bad_counts
-    if not jobs and not fastpath["available"]:
+    if not jobs and not fastpath.available:
         return 1
     return 1 if (args.strict and failed) or interrupted else 0

@@ -8,9 +8,13 @@ ships it and its version (dpkg-query), when dpkg is there.
 import os
 import platform
 import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .allocators import Allocator, Kind
 
 
-def run_text(argv, timeout=10):
+def run_text(argv: Sequence[str], timeout: float = 10) -> str:
     """stdout of argv, stripped, or "" when it cannot run or fails."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True,
@@ -20,9 +24,9 @@ def run_text(argv, timeout=10):
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
-def cpu_model(cpuinfo="/proc/cpuinfo"):
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     try:
-        with open(cpuinfo) as handle:
+        with cpuinfo.open() as handle:
             for line in handle:
                 key, _, value = line.partition(":")
                 if key.strip() in ("model name", "Model", "cpu model"):
@@ -32,9 +36,9 @@ def cpu_model(cpuinfo="/proc/cpuinfo"):
     return platform.processor() or platform.machine()
 
 
-def memory_total(meminfo="/proc/meminfo"):
+def memory_total(meminfo: Path = Path("/proc/meminfo")) -> str:
     try:
-        with open(meminfo) as handle:
+        with meminfo.open() as handle:
             for line in handle:
                 if line.startswith("MemTotal:"):
                     kib = int(line.split()[1])
@@ -44,9 +48,9 @@ def memory_total(meminfo="/proc/meminfo"):
     return "unknown"
 
 
-def os_release(path="/etc/os-release"):
+def os_release(path: Path = Path("/etc/os-release")) -> str:
     try:
-        with open(path) as handle:
+        with path.open() as handle:
             for line in handle:
                 if line.startswith("PRETTY_NAME="):
                     return line.split("=", 1)[1].strip().strip('"')
@@ -55,7 +59,7 @@ def os_release(path="/etc/os-release"):
     return platform.system()
 
 
-def libc_version():
+def libc_version() -> str:
     try:
         text = os.confstr("CS_GNU_LIBC_VERSION")
     except (ValueError, OSError, AttributeError):
@@ -66,7 +70,7 @@ def libc_version():
     return first[0] if first else "unknown"
 
 
-def package_of(path):
+def package_of(path: str) -> tuple[str, str]:
     """(package, version) of the Debian package owning path, or ("", "")."""
     if not path:
         return "", ""
@@ -80,18 +84,18 @@ def package_of(path):
     return "", ""
 
 
-def package_version(package):
+def package_version(package: str) -> str:
     if not package:
         return ""
     return run_text(["dpkg-query", "-W", "-f=${Version}", package])
 
 
-def first_line(argv):
+def first_line(argv: Sequence[str]) -> str:
     lines = run_text(argv).splitlines()
     return lines[0] if lines else "not found"
 
 
-def describe():
+def describe() -> dict[str, str]:
     """The machine as a dict of short strings."""
     uname = platform.uname()
     return {
@@ -107,14 +111,15 @@ def describe():
     }
 
 
-def add_versions(allocs, tlmalloc_version=""):
+def add_versions(allocs: Iterable[Allocator],
+                 tlmalloc_version: str = "") -> None:
     """Fills each found allocator's package and version where known."""
     for alloc in allocs:
         if alloc.name in ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock"):
             alloc.version = tlmalloc_version
-        elif alloc.kind == "system":
+        elif alloc.kind is Kind.SYSTEM:
             alloc.version = libc_version()
-        elif alloc.kind == "musl":
+        elif alloc.kind is Kind.MUSL:
             alloc.version = package_version("musl") or package_version(
                 "musl-dev")
         elif alloc.found and alloc.path:
@@ -122,4 +127,3 @@ def add_versions(allocs, tlmalloc_version=""):
             alloc.package = package or alloc.package
             # the peers built from source bring their version along
             alloc.version = version or alloc.version
-    return allocs

@@ -5,22 +5,40 @@ Workload output (see bench/workloads): one fact per line on stdout,
     check ok                    (last, when the program's own checks passed)
     check FAILED: <reason>
 anything else is ignored.  strace -c prints a table of per-syscall counts,
-which parse_strace() turns into {syscall: (calls, errors)}.
+which parse_strace() turns into {syscall: (calls, errors)} and
+strace_summary() into the report's SyscallCounts.
 """
 
 from dataclasses import dataclass, field
+
+# {syscall: (calls, errors)}, "total" included
+StraceCounts = dict[str, tuple[int, int]]
 
 
 @dataclass
 class WorkloadOutput:
     """What one run of a workload said about itself."""
-    metrics: dict = field(default_factory=dict)   # key -> float
-    units: dict = field(default_factory=dict)     # key -> unit string
+    metrics: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)   # key -> unit
     check_ok: bool = False
     check_failure: str = ""                      # reason after FAILED
 
 
-def parse_number(text):
+@dataclass
+class SyscallCounts:
+    """The report's view of one strace run: futex calls and errors, the
+    calls of the other STRACE_COLUMNS, and all calls."""
+    futex_calls: int
+    futex_errors: int
+    mmap: int
+    munmap: int
+    madvise: int
+    brk: int
+    mremap: int
+    total_calls: int
+
+
+def parse_number(text: str) -> float | None:
     """A float from text, or None (nan and inf are refused)."""
     try:
         value = float(text)
@@ -31,7 +49,7 @@ def parse_number(text):
     return value
 
 
-def parse_metric_line(words, out):
+def parse_metric_line(words: list[str], out: WorkloadOutput) -> None:
     if len(words) < 3:
         return
     value = parse_number(words[2])
@@ -42,7 +60,7 @@ def parse_metric_line(words, out):
         out.units[words[1]] = words[3]
 
 
-def parse_check_line(line, out):
+def parse_check_line(line: str, out: WorkloadOutput) -> None:
     rest = line.split(None, 1)[1].strip() if len(line.split()) > 1 else ""
     if rest == "ok":
         out.check_ok = True
@@ -55,7 +73,7 @@ def parse_check_line(line, out):
         out.check_failure = rest or "empty check line"
 
 
-def parse_workload_output(text):
+def parse_workload_output(text: str) -> WorkloadOutput:
     """Parses a workload's stdout into a WorkloadOutput."""
     out = WorkloadOutput()
     for line in text.splitlines():
@@ -69,7 +87,7 @@ def parse_workload_output(text):
     return out
 
 
-def parse_strace_row(words):
+def parse_strace_row(words: list[str]) -> tuple[str, int, int] | None:
     """(syscall, calls, errors) from one row of strace -c, or None.
 
     A row is: % time, seconds, usecs/call, calls, [errors], syscall.
@@ -87,13 +105,13 @@ def parse_strace_row(words):
     return name, int(float(numbers[-2])), int(float(numbers[-1]))
 
 
-def parse_strace(text):
+def parse_strace(text: str) -> StraceCounts:
     """Per-syscall (calls, errors) from `strace -c` output.
 
     Several tables (one per personality) are summed; the `total` row is
     kept under the key "total".
     """
-    counts = {}
+    counts: StraceCounts = {}
     for line in text.splitlines():
         words = line.split()
         if not words or words[0].startswith(("%", "-")):
@@ -111,15 +129,14 @@ def parse_strace(text):
 STRACE_COLUMNS = ("futex", "mmap", "munmap", "madvise", "brk", "mremap")
 
 
-def strace_summary(counts):
+def strace_summary(counts: StraceCounts) -> SyscallCounts:
     """The report's view of parse_strace()'s result."""
-    summary = {}
-    futex = counts.get("futex", (0, 0))
-    summary["futex_calls"] = futex[0]
-    summary["futex_errors"] = futex[1]
-    for name in STRACE_COLUMNS[1:]:
-        summary[name] = counts.get(name, (0, 0))[0]
+    def calls(name: str) -> int:
+        return counts.get(name, (0, 0))[0]
     total = counts.get("total")
-    summary["total_calls"] = total[0] if total else sum(
-        c for n, (c, e) in counts.items() if n != "total")
-    return summary
+    return SyscallCounts(
+        futex_calls=calls("futex"),
+        futex_errors=counts.get("futex", (0, 0))[1],
+        **{name: calls(name) for name in STRACE_COLUMNS[1:]},
+        total_calls=total[0] if total else sum(
+            c for n, (c, e) in counts.items() if n != "total"))

@@ -7,12 +7,24 @@ allocator (the lock and thread-local ts_ variants among them).  A user
 program (--program) gets the bar chart, unless none of its runs succeeded.
 """
 
-from .stats import summarize
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .records import Plots, Results, WorkloadEntry
+from .stats import CellKey, CellSummary, summarize
 
 FAILED_MARK = "FAILED"
 
+Cells = Mapping[CellKey, CellSummary]
+# matplotlib's objects (pyplot, a figure, its axes): the harness runs
+# without matplotlib too, so they are not checked
+Pyplot = Any
+Figure = Any
+Axes = Any
 
-def load_matplotlib():
+
+def load_matplotlib() -> Pyplot | None:
     """matplotlib.pyplot, or None when matplotlib is not installed."""
     try:
         import matplotlib
@@ -23,12 +35,13 @@ def load_matplotlib():
     return plt
 
 
-def allocs_in(cells, workload, order):
+def allocs_in(cells: Cells, workload: str,
+              order: Sequence[str]) -> list[str]:
     present = {k[2] for k in cells if k[0] == workload}
     return [a for a in order if a in present]
 
 
-def colour_of(alloc, order):
+def colour_of(alloc: str, order: Sequence[str]) -> str:
     """The same colour for an allocator in every plot."""
     palette = ("tab:blue", "tab:orange", "tab:green", "tab:red",
                "tab:purple", "tab:brown", "tab:pink", "tab:gray",
@@ -40,7 +53,8 @@ def colour_of(alloc, order):
 WIDE = 20.0     # values further apart than this get a log scale
 
 
-def maybe_log(ax, values, axis="y"):
+def maybe_log(ax: Axes, values: Iterable[float | None],
+              axis: str = "y") -> bool:
     """A log scale when the values span more than WIDE times."""
     positive = [v for v in values if v and v > 0]
     if positive and max(positive) / min(positive) > WIDE:
@@ -49,25 +63,32 @@ def maybe_log(ax, values, axis="y"):
     return False
 
 
-def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
+def bar_panel(ax: Axes, cells: Cells, workload: WorkloadEntry,
+              allocs: Sequence[str], order: Sequence[str], measure: str,
+              scale: float, ylabel: str) -> None:
     width = 0.8 / max(1, len(allocs))
-    shown = []
+    shown: list[float] = []
     for i, alloc in enumerate(allocs):
-        xs, heights, lows, highs = [], [], [], []
-        for j, point in enumerate(workload["points"]):
-            cell = cells.get((workload["name"], point, alloc))
+        xs: list[float] = []
+        heights: list[float] = []
+        lows: list[float] = []
+        highs: list[float] = []
+        for j, point in enumerate(workload.points):
+            cell = cells.get((workload.name, point, alloc))
             x = j + (i - (len(allocs) - 1) / 2) * width
             if cell is None:
                 continue
-            if cell.failed or cell.value(measure) is None:
+            measured = cell.value(measure)
+            if cell.failed or measured is None:
                 ax.text(x, 0.02, FAILED_MARK if cell.failed else "n/a",
                         rotation=90, ha="center", va="bottom", fontsize=7,
                         color="red", transform=ax.get_xaxis_transform())
                 continue
-            value = cell.value(measure) * scale
+            value = measured * scale
             xs.append(x)
             heights.append(value)
-            if measure == "wall":
+            if measure == "wall" and cell.wall_min is not None \
+                    and cell.wall_max is not None:
                 lows.append(value - cell.wall_min * scale)
                 highs.append(cell.wall_max * scale - value)
         errors = [lows, highs] if measure == "wall" and xs else None
@@ -76,14 +97,14 @@ def bar_panel(ax, cells, workload, allocs, order, measure, scale, ylabel):
         shown += heights
     if maybe_log(ax, shown):
         ylabel = ylabel[:-1] + ", log)"
-    ax.set_xlim(-0.5, len(workload["points"]) - 0.5)
-    ax.set_xticks(range(len(workload["points"])))
-    ax.set_xticklabels(workload["points"], fontsize=8)
+    ax.set_xlim(-0.5, len(workload.points) - 0.5)
+    ax.set_xticks(range(len(workload.points)))
+    ax.set_xticklabels(workload.points, fontsize=8)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
 
 
-def legend_below(fig, ax):
+def legend_below(fig: Figure, ax: Axes) -> None:
     """One legend for the figure, in a row under the panels."""
     handles, labels = ax.get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.08, 1, 1))
@@ -91,7 +112,7 @@ def legend_below(fig, ax):
                ncol=min(len(labels), 5), frameon=False)
 
 
-def metric_scale(key, unit):
+def metric_scale(key: str, unit: str) -> tuple[float, str]:
     """(factor, unit) for showing a metric: memory in MiB."""
     if key.endswith("_kb") or unit in ("kB", "KiB"):
         return 1 / 1024, "MiB"
@@ -100,22 +121,25 @@ def metric_scale(key, unit):
     return 1.0, unit
 
 
-def metric_panel(ax, cells, workload, allocs, order):
+def metric_panel(ax: Axes, cells: Cells, workload: WorkloadEntry,
+                 allocs: Sequence[str], order: Sequence[str]) -> None:
     """The workload's own metrics (one point): x = metric, bar = allocator."""
-    keys = workload["metric_order"]
-    point = workload["points"][0]
+    keys = workload.metric_order
+    point = workload.points[0]
     width = 0.8 / max(1, len(allocs))
     units = set()
     for i, alloc in enumerate(allocs):
-        cell = cells.get((workload["name"], point, alloc))
-        xs, heights = [], []
+        cell = cells.get((workload.name, point, alloc))
+        xs: list[float] = []
+        heights: list[float] = []
         for j, key in enumerate(keys):
-            if cell is None or cell.failed or cell.value(key) is None:
+            value = cell.value(key) if cell and not cell.failed else None
+            if cell is None or value is None:
                 continue
             factor, unit = metric_scale(key, cell.units.get(key, ""))
             units.add(unit)
             xs.append(j + (i - (len(allocs) - 1) / 2) * width)
-            heights.append(cell.value(key) * factor)
+            heights.append(value * factor)
         ax.bar(xs, heights, width, color=colour_of(alloc, order))
     ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_xticks(range(len(keys)))
@@ -124,12 +148,13 @@ def metric_panel(ax, cells, workload, allocs, order):
     ax.grid(axis="y", alpha=0.3)
 
 
-def bar_chart(plt, cells, workload, order):
-    allocs = allocs_in(cells, workload["name"], order)
+def bar_chart(plt: Pyplot, cells: Cells, workload: WorkloadEntry,
+              order: Sequence[str]) -> Figure | None:
+    allocs = allocs_in(cells, workload.name, order)
     if not allocs:
         return None
-    with_metrics = bool(workload.get("metric_order")) and \
-        len(workload["points"]) == 1
+    with_metrics = bool(workload.metric_order) and \
+        len(workload.points) == 1
     if with_metrics:
         fig, (left, right, third) = plt.subplots(1, 3, figsize=(15, 4.5))
         metric_panel(third, cells, workload, allocs, order)
@@ -139,15 +164,17 @@ def bar_chart(plt, cells, workload, order):
               "wall time (s, median)")
     bar_panel(right, cells, workload, allocs, order, "maxrss_kb", 1 / 1024,
               "peak RSS (MiB, median)")
-    fig.suptitle("%s (%s)" % (workload["title"], workload["name"]))
+    fig.suptitle("%s (%s)" % (workload.title, workload.name))
     legend_below(fig, left)
     return fig
 
 
-def series(cells, workload, alloc, measure):
-    xs, ys = [], []
-    for point in workload["points"]:
-        cell = cells.get((workload["name"], point, alloc))
+def series(cells: Cells, workload: WorkloadEntry, alloc: str,
+           measure: str) -> tuple[list[int], list[float]]:
+    xs: list[int] = []
+    ys: list[float] = []
+    for point in workload.points:
+        cell = cells.get((workload.name, point, alloc))
         threads = point.split()[0]
         if cell is None or cell.failed or not threads.isdigit():
             continue
@@ -158,12 +185,14 @@ def series(cells, workload, alloc, measure):
     return xs, ys
 
 
-def scaling_chart(plt, cells, workload, order):
-    allocs = allocs_in(cells, workload["name"], order)
+def scaling_chart(plt: Pyplot, cells: Cells, workload: WorkloadEntry,
+                  order: Sequence[str]) -> Figure | None:
+    allocs = allocs_in(cells, workload.name, order)
     if not allocs:
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    times, sizes = [], []
+    times: list[float] = []
+    sizes: list[float] = []
     for alloc in allocs:
         style = "--" if alloc == "tlmalloc-lock" else "-"
         xs, ys = series(cells, workload, alloc, "wall")
@@ -191,36 +220,31 @@ def scaling_chart(plt, cells, workload, order):
     return fig
 
 
-def make_plots(data, out_dir, folder="plots"):
-    """Draws every plot into out_dir/folder.
-
-    Returns {"available": bool, "note": str, "files": {workload: [paths
-    relative to out_dir]}}.
-    """
-    import os
+def make_plots(data: Results, out_dir: Path, folder: str = "plots") -> Plots:
+    """Draws every plot into out_dir/folder; the files are named relative
+    to out_dir."""
     plt = load_matplotlib()
     if plt is None:
-        return {"available": False, "files": {},
-                "note": "matplotlib is not installed (scripts/install-deps.sh "
-                        "installs it)"}
-    cells = summarize(data.get("runs", []))
-    order = [a["name"] for a in data["allocators"]]
-    os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
+        return Plots(False, "matplotlib is not installed "
+                     "(scripts/install-deps.sh installs it)")
+    cells = summarize(data.runs)
+    order = data.allocator_names()
+    (out_dir / folder).mkdir(parents=True, exist_ok=True)
     files = {}
-    for workload in data["workloads"]:
-        if workload.get("kind") == "program" and all(
+    for workload in data.workloads:
+        if workload.is_program and all(
                 c.failed for k, c in cells.items()
-                if k[0] == workload["name"]):
+                if k[0] == workload.name):
             continue        # a program that never ran: the table says why
-        draw = scaling_chart if workload["name"] == "scaling" else bar_chart
+        draw = scaling_chart if workload.name == "scaling" else bar_chart
         fig = draw(plt, cells, workload, order)
         if fig is None:
             continue
         names = []
         for ext in ("png", "svg"):
-            rel = "%s/%s.%s" % (folder, workload["name"], ext)
-            fig.savefig(os.path.join(out_dir, rel), dpi=110)
+            rel = "%s/%s.%s" % (folder, workload.name, ext)
+            fig.savefig(out_dir / rel, dpi=110)
             names.append(rel)
         plt.close(fig)
-        files[workload["name"]] = names
-    return {"available": True, "note": "", "files": files}
+        files[workload.name] = names
+    return Plots(True, "", files)

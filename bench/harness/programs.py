@@ -23,43 +23,46 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from .allocators import Allocator, Kind
 from .parse import WorkloadOutput
-from .runner import signal_name
+from .runner import Judgement, Measured, signal_name
 
 POINT = "default"
-KIND = "program"
+KIND = "program"          # a program's workload entry in runs.json
 NAME_RE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)=(.*)$", re.S)
 TITLE_CHARS = 60          # the plot's title: the command, shortened
-APPLICABLE = ("system", "preload")
+APPLICABLE = (Kind.SYSTEM, Kind.PRELOAD)
 
 
 @dataclass
 class Program:
     name: str
     command: str              # as given (after NAME=)
-    argv: list = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
     named: bool = False       # NAME= was given
     executable: str = ""      # the resolved path, "" when not found
     error: str = ""           # why it cannot run (not found)
     cwd: str = ""
 
-    def to_dict(self):
-        title = self.name if self.named else shorten(self.command)
-        return {"name": self.name, "title": title, "kind": KIND,
-                "summary": "", "points": [POINT], "metric_order": [],
-                "command": self.command, "argv": list(self.argv),
-                "named": self.named, "executable": self.executable,
-                "error": self.error, "cwd": self.cwd}
+    @property
+    def title(self) -> str:
+        return self.name if self.named else shorten(self.command)
+
+    @property
+    def point(self) -> str:
+        return POINT
 
 
-def shorten(text, limit=TITLE_CHARS):
+def shorten(text: str, limit: int = TITLE_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def split_spec(spec):
+def split_spec(spec: str) -> tuple[str, str]:
     """(name or "", command) from one --program value."""
     match = NAME_RE.match(spec)
     if match:
@@ -67,7 +70,7 @@ def split_spec(spec):
     return "", spec
 
 
-def auto_name(argv, taken):
+def auto_name(argv: Sequence[str], taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(argv[0])) or \
         "program"
     name, n = base, 1
@@ -77,16 +80,16 @@ def auto_name(argv, taken):
     return name
 
 
-def run_dir_of():
+def run_dir_of() -> str:
     """The folder programs run in and relative paths start from."""
     return os.environ.get("TLMALLOC_BENCH_CWD") or os.getcwd()
 
 
-def resolve(exe, cwd):
+def resolve(exe: str, cwd: str) -> tuple[str, str]:
     """(path, error): where the executable is, or why it is not found."""
     if "/" in exe:
-        path = os.path.join(cwd, exe)
-        if not os.path.isfile(path):
+        path = Path(cwd, exe)
+        if not path.is_file():
             return "", "%s: no such file" % exe
         if not os.access(path, os.X_OK):
             return "", "%s: not executable" % exe
@@ -97,7 +100,8 @@ def resolve(exe, cwd):
     return found, ""
 
 
-def parse_programs(specs, reserved=(), cwd=None):
+def parse_programs(specs: Sequence[str], reserved: Iterable[str] = (),
+                   cwd: str = "") -> list[Program]:
     """[Program] from the --program values, in order.
 
     Raises ValueError for a value that cannot be used at all (empty,
@@ -105,6 +109,7 @@ def parse_programs(specs, reserved=(), cwd=None):
     a command whose executable is not found is kept, with its error.
     """
     cwd = cwd or run_dir_of()
+    reserved = set(reserved)
     programs, taken = [], set(reserved)
     split = [split_spec(s) for s in specs]
     taken |= {name for name, _ in split if name}
@@ -142,37 +147,34 @@ class Missing(Exception):
     """The allocator is missing: the reason is the message."""
 
 
-def command_for(program, alloc):
+def command_for(program: Program,
+                alloc: Allocator) -> tuple[list[str], dict[str, str]]:
     """(argv, extra_env) running program with alloc."""
     if alloc.kind not in APPLICABLE:
         raise NotApplicable("not applicable: %s" % (
-            "the ts_ API of the scaling workload" if alloc.kind == "ts" else
-            "static builds of the C workloads" if alloc.kind == "musl" else
-            "a %s allocator" % alloc.kind))
+            "the ts_ API of the scaling workload" if alloc.kind is Kind.TS
+            else "static builds of the C workloads" if alloc.kind is Kind.MUSL
+            else "a %s allocator" % alloc.kind.value))
     if not alloc.found:
         raise Missing("allocator missing: " + alloc.note)
-    env = {"LD_PRELOAD": alloc.path} if alloc.kind == "preload" else {}
+    env = {"LD_PRELOAD": alloc.path} if alloc.kind is Kind.PRELOAD else {}
     return list(program.argv), env
 
 
-def judge(measured):
-    """(ok, reason, parsed) for one run of a program: exit status 0."""
+def judge(measured: Measured) -> Judgement:
+    """How one run of a program went: ok when it exited with status 0."""
     parsed = WorkloadOutput()
     if measured.timed_out:
-        return False, "timeout after %.0f s" % measured.wall, parsed
+        return Judgement(False, "timeout after %.0f s" % measured.wall, parsed)
     if measured.signal:
-        return False, "killed by signal %s" % signal_name(measured.signal), \
-            parsed
+        return Judgement(False, "killed by signal %s" %
+                         signal_name(measured.signal), parsed)
     if measured.exit_code != 0:
-        return False, "exit status %d" % measured.exit_code, parsed
-    return True, "", parsed
+        return Judgement(False, "exit status %d" % measured.exit_code, parsed)
+    return Judgement(True, "", parsed)
 
 
-def is_program(workload):
-    return workload.get("kind") == KIND
-
-
-def stderr_tail(text, lines=4, chars=300):
+def stderr_tail(text: str, lines: int = 4, chars: int = 300) -> str:
     """The last lines of a failed run's stderr, on one line."""
     kept = [line.strip() for line in (text or "").strip().splitlines()
             if line.strip()][-lines:]

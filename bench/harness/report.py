@@ -1,4 +1,4 @@
-"""The Markdown report, built from a results set (the dict of runs.json).
+"""The Markdown report, built from a results set (records.Results).
 
 Sections: how it was made; where tlmalloc stands; the fast path
 (instructions per malloc+free pair); the classic observations; one table
@@ -11,20 +11,29 @@ the system calls; the failed runs; the allocators (found and missing); the
 machine.
 """
 
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+
 from . import classic
 from . import fastpath as fastpath_mod
 from .parse import STRACE_COLUMNS
-from .programs import is_program, stderr_tail
-from .stats import summarize
+from .allocators import Allocator
+from .programs import Program, stderr_tail
+from .records import FastpathRow, Mix, Results, Run, WorkloadEntry
+from .stats import CellKey, CellSummary, summarize
 
 BASELINE = "glibc"
 
+Cells = Mapping[CellKey, CellSummary]
+# {allocator: {mix: row}}
+FastpathTable = dict[str, dict[Mix, FastpathRow]]
 
-def higher_is_better(measure):
+
+def higher_is_better(measure: str) -> bool:
     return measure.endswith("per_sec") or measure.startswith("ops")
 
 
-def to_display(measure, unit, value):
+def to_display(measure: str, unit: str, value: float) -> tuple[float, str]:
     """(value, unit) as shown: memory in MiB."""
     if measure == "maxrss_kb" or measure.endswith("_kb") or unit in ("kB",
                                                                     "KiB"):
@@ -34,12 +43,15 @@ def to_display(measure, unit, value):
     return value, unit
 
 
-def ratio(value, base):
+def ratio(value: float | None, base: float | None) -> str:
     """value / base as "1.23x", or "–" without a base."""
-    return "%.2fx" % (value / base) if base else "–"
+    return "%.2fx" % (value / base) if base and value is not None else "–"
 
 
-def fmt_num(value):
+def fmt_num(value: float | None) -> str:
+    """A number in three figures or with a G/M suffix; "–" for None."""
+    if value is None:
+        return "–"
     size = abs(value)
     if size >= 1e9:
         return "%.2fG" % (value / 1e9)
@@ -50,7 +62,7 @@ def fmt_num(value):
     return ("%#.3g" % value).rstrip(".")
 
 
-def measure_name(measure, unit):
+def measure_name(measure: str, unit: str) -> str:
     if measure == "wall":
         return "time (s)"
     if measure == "maxrss_kb":
@@ -59,7 +71,8 @@ def measure_name(measure, unit):
     return "%s (%s)" % (measure, shown_unit) if shown_unit else measure
 
 
-def best_values(values, higher):
+def best_values(values: Sequence[float | None],
+                higher: bool) -> float | None:
     """The best among values (None entries ignored), or None when fewer
     than two values or all equal: then no cell is better than another."""
     present = [v for v in values if v is not None]
@@ -72,7 +85,8 @@ ONCE_MARK = "†"
 FASTPATH_TITLE = "Fast path: instructions per malloc+free pair (callgrind)"
 
 
-def cell_text(cell, measure, baseline, best, reps=0):
+def cell_text(cell: CellSummary | None, measure: str, baseline: float | None,
+              best: float | None, reps: int) -> str:
     if cell is None:
         return "–"
     if cell.failed:
@@ -91,19 +105,22 @@ def cell_text(cell, measure, baseline, best, reps=0):
     return text
 
 
-def measures_of(workload, cells):
+def measures_of(workload: WorkloadEntry,
+                cells: Sequence[CellSummary]) -> list[str]:
     """wall, peak RSS, then the workload's metrics (its own order first)."""
     keys = {k for c in cells for k in c.metrics}
-    ordered = [k for k in workload.get("metric_order", []) if k in keys]
+    ordered = [k for k in workload.metric_order if k in keys]
     ordered += sorted(keys - set(ordered))
     return ["wall", "maxrss_kb"] + ordered
 
 
-def row_cells(cells, workload, point, allocs):
+def row_cells(cells: Cells, workload: str, point: str,
+              allocs: Sequence[str]) -> list[CellSummary | None]:
     return [cells.get((workload, point, a)) for a in allocs]
 
 
-def table_row(point, measure, row, allocs, reps=0):
+def table_row(point: str, measure: str, row: Sequence[CellSummary | None],
+              allocs: Sequence[str], reps: int) -> str:
     unit = next((c.units.get(measure, "") for c in row if c), "")
     values = [None if c is None or c.failed else c.value(measure) for c in row]
     best = best_values(values, higher_is_better(measure))
@@ -115,21 +132,23 @@ def table_row(point, measure, row, allocs, reps=0):
                                  " | ".join(texts))
 
 
-def workload_allocs(cells, workload, allocators):
+def workload_allocs(cells: Cells, workload: str,
+                    allocators: Sequence[Allocator]) -> list[str]:
     present = {k[2] for k in cells if k[0] == workload}
-    order = [a["name"] for a in allocators]
+    order = [a.name for a in allocators]
     return [a for a in order if a in present]
 
 
-def workload_table(workload, cells, allocators, reps=0):
-    name = workload["name"]
+def workload_table(workload: WorkloadEntry, cells: Cells,
+                   allocators: Sequence[Allocator], reps: int) -> list[str]:
+    name = workload.name
     allocs = workload_allocs(cells, name, allocators)
     if not allocs:
         return ["No runs."]
     own = [c for k, c in cells.items() if k[0] == name]
     lines = ["| point | measure | %s |" % " | ".join(allocs),
              "|---|---|" + "---|" * len(allocs)]
-    for point in workload["points"]:
+    for point in workload.points:
         for measure in measures_of(workload, own):
             row = row_cells(cells, name, point, allocs)
             if any(c is not None for c in row):
@@ -137,24 +156,24 @@ def workload_table(workload, cells, allocators, reps=0):
     return lines
 
 
-def missing_note(data, name):
+def missing_note(data: Results, name: str) -> list[str]:
     """Who did not run this workload and why (missing allocators briefly:
     the Allocators section says why they are missing)."""
-    absent = {a["name"] for a in data["allocators"] if not a["found"]}
-    reasons = {}
-    for miss in data.get("missing", []):
-        if miss["workload"] == name:
-            why = "allocator missing" if miss["allocator"] in absent \
-                else miss["reason"]
-            reasons.setdefault(miss["allocator"], why)
+    absent = set(data.missing_allocators())
+    reasons: dict[str, str] = {}
+    for miss in data.missing:
+        if miss.workload == name:
+            why = "allocator missing" if miss.allocator in absent \
+                else miss.reason
+            reasons.setdefault(miss.allocator, why)
     if not reasons:
         return []
     return ["", "Not run here: " + "; ".join(
         "%s (%s)" % item for item in reasons.items()) + "."]
 
 
-def plot_lines(data, name):
-    files = data.get("plots", {}).get("files", {}).get(name, [])
+def plot_lines(data: Results, name: str) -> list[str]:
+    files = data.plots.files.get(name, [])
     pngs = [f for f in files if f.endswith(".png")]
     svgs = [f for f in files if f.endswith(".svg")]
     lines = []
@@ -171,22 +190,23 @@ def plot_lines(data, name):
     return lines
 
 
-def workload_section(workload, cells, data):
-    lines = ["", "### %s (`%s`)" % (workload["title"], workload["name"]), "",
-             workload.get("summary", ""), ""]
-    lines += workload_table(workload, cells, data["allocators"],
-                            data.get("reps", 0))
-    if workload["name"] == "scaling":
+def workload_section(workload: WorkloadEntry, cells: Cells,
+                     data: Results) -> list[str]:
+    lines = ["", "### %s (`%s`)" % (workload.title, workload.name), "",
+             workload.summary, ""]
+    lines += workload_table(workload, cells, data.allocators, data.reps)
+    if workload.name == "scaling":
         lines += ["", "tlmalloc and tlmalloc-lock run `scaling_ts --api "
                   "nolock` / `--api lock` (ts_malloc_nolock / ts_malloc_lock); "
                   "their data_bytes is get_data_segment_size(), the others' "
                   "is the process RSS."]
-    lines += missing_note(data, workload["name"])
-    lines += plot_lines(data, workload["name"])
+    lines += missing_note(data, workload.name)
+    lines += plot_lines(data, workload.name)
     return lines
 
 
-def ranking(cells, workload, point, allocators):
+def ranking(cells: Cells, workload: str, point: str,
+            allocators: Sequence[str]) -> list[tuple[str, float]]:
     """[(allocator, wall)] of the successful cells, fastest first."""
     ranked = []
     for alloc in allocators:
@@ -198,55 +218,57 @@ def ranking(cells, workload, point, allocators):
     return sorted(ranked, key=lambda item: item[1])
 
 
-def standing_row(cells, workload, point, order):
-    ranked = ranking(cells, workload["name"], point, order)
-    cell = cells.get((workload["name"], point, "tlmalloc"))
+def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
+                 order: Sequence[str]) -> str | None:
+    ranked = ranking(cells, workload.name, point, order)
+    cell = cells.get((workload.name, point, "tlmalloc"))
     if cell is None:
         return None
-    if cell.failed:
-        return "| %s | %s | FAILED | | | | |" % (workload["name"], point)
+    if cell.failed or cell.wall is None:
+        return "| %s | %s | FAILED | | | | |" % (workload.name, point)
     names = [a for a, _ in ranked]
     glibc = dict(ranked).get(BASELINE)
     vs_glibc = ratio(cell.wall, glibc)
-    base = cells.get((workload["name"], point, BASELINE))
+    base = cells.get((workload.name, point, BASELINE))
     rss = "–"
     if base is not None and not base.failed:
         rss = ratio(cell.maxrss_kb, base.maxrss_kb)
     best, best_wall = ranked[0]
     return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s |" % (
-        workload["name"], point, fmt_num(cell.wall), vs_glibc,
+        workload.name, point, fmt_num(cell.wall), vs_glibc,
         names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall),
         rss)
 
 
-def fastpath_standing_row(table, mix):
+def counted(row: FastpathRow | None) -> float | None:
+    """A row's instructions per pair, None unless it was counted."""
+    return row.instructions_per_pair if row and row.ok else None
+
+
+def fastpath_standing_row(table: FastpathTable, mix: Mix) -> str | None:
     """The standing table's row for one size mix of the fast path."""
     own = table.get("tlmalloc", {}).get(mix)
-    if own is None or not own["measured"]:
+    if own is None or not own.measured:
         return None
-    title = fastpath_mod.MIX_TITLES[mix]
-    if not own["ok"]:
+    title = mix.title
+    value = counted(own)
+    if value is None:
         return "| fastpath | %s | FAILED | | | | |" % title
-    ranked = sorted((r["instructions_per_pair"], name)
-                    for name, mixes in table.items()
-                    for r in [mixes.get(mix)]
-                    if name != fastpath_mod.LOOP and r and r["ok"])
+    ranked = sorted((count, name) for name, mixes in table.items()
+                    for count in [counted(mixes.get(mix))]
+                    if name != fastpath_mod.LOOP and count is not None)
     names = [name for _, name in ranked]
-    glibc = table.get(BASELINE, {}).get(mix)
-    value = own["instructions_per_pair"]
-    vs_glibc = ratio(value, glibc["instructions_per_pair"]
-                     if glibc and glibc["ok"] else 0)
+    vs_glibc = ratio(value, counted(table.get(BASELINE, {}).get(mix)))
     return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" \
         % (title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
         ranked[0][1], ranked[0][0])
 
 
-def fastpath_budget_line(data, table):
+def fastpath_budget_line(data: Results, table: FastpathTable) -> str:
     """tlmalloc's fast path against the issue's budget, in one sentence."""
     head = "Fast path (one thread, callgrind): "
-    fastpath = data.get("fastpath", {})
-    if not fastpath.get("available", False):
-        return head + "not measured: %s." % fastpath.get("note", "not run")
+    if not data.fastpath.available:
+        return head + "not measured: %s." % data.fastpath.note
     line = head + budget_clause(table, "tlmalloc")
     if "tlmalloc-fast" in table:
         line += " The fast variant (no checks of interior and double " \
@@ -254,38 +276,38 @@ def fastpath_budget_line(data, table):
     return line
 
 
-def budget_clause(table, name):
+def budget_clause(table: FastpathTable, name: str) -> str:
     """One library's figures against the budget, as a sentence."""
     own = table.get(name, {})
-    rows = [own.get(mix) for mix in fastpath_mod.MIXES]
-    if not all(rows) or not all(r["measured"] for r in rows):
+    rows = [own.get(mix) for mix in Mix]
+    if not all(r and r.measured for r in rows):
         return "%s not measured." % name
-    if not all(r["ok"] for r in rows):
+    values = [counted(r) for r in rows]
+    if None in values:
         return "%s FAILED (see Failed runs)." % name
-    values = [r["instructions_per_pair"] for r in rows]
-    within = all(v <= fastpath_mod.BUDGET for v in values)
+    within = all(v is not None and v <= fastpath_mod.BUDGET for v in values)
     return "%s %s instructions per malloc+free pair (64 bytes / size " \
         "mix), loop included; the budget is %d: **%s**." % (
-            name, " / ".join("%.1f" % v for v in values),
+            name, " / ".join("%.1f" % v for v in values if v is not None),
             fastpath_mod.BUDGET, "within" if within else "over")
 
 
-def standing_section(data, cells):
-    order = [a["name"] for a in data["allocators"]]
+def standing_section(data: Results, cells: Cells) -> list[str]:
+    order = data.allocator_names()
     lines = ["", "## Where tlmalloc stands", ""]
     rows = []
-    for workload in data["workloads"]:
-        for point in workload["points"]:
+    for workload in data.workloads:
+        for point in workload.points:
             row = standing_row(cells, workload, point, order)
             if row:
                 rows.append(row)
     table = fastpath_table(data)
     rows += [r for r in (fastpath_standing_row(table, mix)
-                         for mix in fastpath_mod.MIXES) if r]
+                         for mix in Mix) if r]
     budget = ["", fastpath_budget_line(data, table)]
     if not rows:
-        note = next((a["note"] for a in data["allocators"]
-                     if a["name"] == "tlmalloc"), "")
+        note = next((a.note for a in data.allocators
+                     if a.name == "tlmalloc"), "")
         return lines + ["tlmalloc was not run%s." % (note and ": " + note)] \
             + budget
     lines += ["Median wall time; rank among the allocators that ran the "
@@ -298,13 +320,13 @@ def standing_section(data, cells):
     return lines + rows + budget
 
 
-def fastpath_table(data):
+def fastpath_table(data: Results) -> FastpathTable:
     """{allocator: {mix: row}}: the report's allocators in their order,
     then any other, the loop's row last."""
-    table = {}
-    for row in data.get("fastpath", {}).get("rows", []):
-        table.setdefault(row["allocator"], {})[row["mix"]] = row
-    order = [a["name"] for a in data.get("allocators", [])]
+    table: FastpathTable = {}
+    for row in data.fastpath.rows:
+        table.setdefault(row.allocator, {})[row.mix] = row
+    order = data.allocator_names()
     names = [n for n in order if n in table]
     names += [n for n in table if n not in names and n != fastpath_mod.LOOP]
     if fastpath_mod.LOOP in table:
@@ -312,27 +334,27 @@ def fastpath_table(data):
     return {name: table[name] for name in names}
 
 
-def fastpath_cell(row, best):
+def fastpath_cell(row: FastpathRow | None, best: float | None) -> str:
     if row is None:
         return "–"
-    if not row["measured"]:
+    if not row.measured:
         return "not measured"
-    if not row["ok"]:
+    value = counted(row)
+    if value is None:
         return "FAILED"
-    value = row["instructions_per_pair"]
     text = "%.1f" % value
     return "**%s**" % text if best is not None and value == best else text
 
 
-def fastpath_section(data):
-    fastpath = data.get("fastpath", {})
+def fastpath_section(data: Results) -> list[str]:
+    fastpath = data.fastpath
     lines = ["", "## " + FASTPATH_TITLE, ""]
-    if not fastpath.get("available", False):
-        return lines + ["Not measured: %s." % fastpath.get("note", "not run")]
+    if not fastpath.available:
+        return lines + ["Not measured: %s." % fastpath.note]
     table = fastpath_table(data)
-    mixes = fastpath_mod.MIXES
-    pairs = fastpath.get("pairs")
-    lengths = "%d and %d pairs" % tuple(pairs) if pairs else "two lengths"
+    mixes = list(Mix)
+    pairs = fastpath.pairs
+    lengths = "%d and %d pairs" % pairs if pairs else "two lengths"
     lines += ["What one more malloc+free pair costs on one thread, in "
               "instructions counted by callgrind: `build/bench/fastpath` run "
               "at %s, the difference divided by the difference in pairs, so "
@@ -342,13 +364,11 @@ def fastpath_section(data):
               "budget is %d per pair, loop included. Lower is better; the "
               "best of each column is **bold**." % (lengths,
                                                     fastpath_mod.BUDGET), "",
-              "| allocator | %s |" % " | ".join(
-                  fastpath_mod.MIX_TITLES[m] for m in mixes),
+              "| allocator | %s |" % " | ".join(m.title for m in mixes),
               "|---|" + "---|" * len(mixes)]
     best = {}
     for mix in mixes:
-        values = [r[mix]["instructions_per_pair"] if r.get(mix) and
-                  r[mix]["ok"] else None
+        values = [counted(r.get(mix))
                   for name, r in table.items() if name != fastpath_mod.LOOP]
         best[mix] = best_values(values, higher=False)
     for name, row in table.items():
@@ -356,22 +376,22 @@ def fastpath_section(data):
         label = "(the loop itself)" if name == fastpath_mod.LOOP else name
         lines.append("| %s | %s |" % (label, " | ".join(
             fastpath_cell(row.get(m), mix_best.get(m)) for m in mixes)))
-    skipped = {name: next(iter(row.values()))["reason"]
+    skipped = {name: next(iter(row.values())).reason
                for name, row in table.items()
-               if not any(r["measured"] for r in row.values())}
+               if not any(r.measured for r in row.values())}
     if skipped:
         lines += ["", "Not measured: " + "; ".join(
             "%s (%s)" % item for item in skipped.items()) + "."]
-    if fastpath.get("command"):
-        lines += ["", "Reproduce: `%s`" % fastpath["command"]]
+    if fastpath.command:
+        lines += ["", "Reproduce: `%s`" % fastpath.command]
     return lines
 
 
-def classic_section(data, cells):
-    rows = classic.observations(cells, data.get("strace", {}).get("rows", []))
+def classic_section(data: Results, cells: Cells) -> list[str]:
+    rows = classic.observations(cells, data.strace.rows)
     held = sum(1 for o in rows if o.verdict == "holds")
     measured = sum(1 for o in rows if o.verdict != "not measured")
-    cores = data.get("machine", {}).get("cores", "?")
+    cores = data.machine.get("cores", "?")
     lines = ["", "## The classic observations, on this machine", "",
              "In 2014 (4-core Core 2 Quad) tcmalloc ran the malloc/free loop "
              "2.7x faster than glibc, yet the producer/consumer pairs 3.3x "
@@ -387,13 +407,12 @@ def classic_section(data, cells):
     return lines
 
 
-def strace_section(data):
-    strace = data.get("strace", {})
+def strace_section(data: Results) -> list[str]:
+    strace = data.strace
     lines = ["", "## System calls (`strace -c -f`)", ""]
-    if not strace.get("available", False):
-        return lines + ["Not measured: %s." % strace.get("note",
-                                                        "strace not run")]
-    rows = strace.get("rows", [])
+    if not strace.available:
+        return lines + ["Not measured: %s." % strace.note]
+    rows = strace.rows
     if not rows:
         return lines + ["No strace runs (no strace workload selected)."]
     cols = ["futex_calls", "futex_errors"] + list(STRACE_COLUMNS[1:])
@@ -403,115 +422,117 @@ def strace_section(data):
               " | ".join(STRACE_COLUMNS[1:]),
               "|---|---|" + "---|" * len(cols)]
     for row in rows:
-        if row.get("ok"):
-            values = [str(row.get(c, "")) for c in cols]
+        if row.ok and row.calls is not None:
+            counts = asdict(row.calls)
+            values = [str(counts[c]) for c in cols]
         else:
             values = ["FAILED"] + [""] * (len(cols) - 1)
-        lines.append("| %s | %s | %s |" % (row["workload"], row["allocator"],
+        lines.append("| %s | %s | %s |" % (row.workload, row.allocator,
                                            " | ".join(values)))
     return lines
 
 
-def failed_section(data):
-    failed = [r for r in data.get("runs", []) if not r["ok"]]
-    failed += [dict(r, rep=0) for r in data.get("strace", {}).get("rows", [])
-               if not r.get("ok")]
-    failed += [{"workload": fastpath_mod.NAME, "allocator": r["allocator"],
-                "point": fastpath_mod.MIX_TITLES.get(r["mix"], r["mix"]),
-                "rep": 0, "reason": r.get("reason", "")}
-               for r in data.get("fastpath", {}).get("rows", [])
-               if r.get("measured") and not r.get("ok")]
+def failed_section(data: Results) -> list[str]:
+    # (workload, point, allocator, rep counted from 0, reason)
+    failed = [(r.workload, r.point, r.allocator, r.rep, r.reason)
+              for r in data.runs if not r.ok]
+    failed += [(r.workload, "strace", r.allocator, 0, r.reason)
+               for r in data.strace.rows if not r.ok]
+    failed += [(fastpath_mod.NAME, r.mix.title, r.allocator, 0, r.reason)
+               for r in data.fastpath.rows if r.measured and not r.ok]
     lines = ["", "## Failed runs", ""]
     if not failed:
-        if any(is_program(w) for w in data.get("workloads", [])):
+        if any(w.is_program for w in data.workloads):
             return lines + ["None: every run exited 0 (and every workload "
                             "printed `check ok`)."]
         return lines + ["None: every run exited 0 and printed `check ok`."]
     lines += ["| workload | point | allocator | rep | reason |",
               "|---|---|---|---|---|"]
-    for run in failed:
+    for workload, point, allocator, rep, reason in failed:
         lines.append("| %s | %s | %s | %s | %s |" % (
-            run["workload"], run.get("point", "strace"), run["allocator"],
-            run.get("rep", 0) + 1, run.get("reason", "")))
+            workload, point, allocator, rep + 1, reason))
     return lines
 
 
-def allocator_section(data):
+def allocator_section(data: Results) -> list[str]:
     lines = ["", "## Allocators", "",
              "| allocator | status | library | package | version | note |",
              "|---|---|---|---|---|---|"]
-    repo = data.get("repo", "")
-    for alloc in data["allocators"]:
-        status = "found" if alloc["found"] else "**missing**"
-        path = alloc.get("path") or "–"
+    repo = data.repo
+    for alloc in data.allocators:
+        status = "found" if alloc.found else "**missing**"
+        path = alloc.path or "–"
         if repo and path.startswith(repo + "/"):
             path = path[len(repo) + 1:]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            alloc["name"], status, path,
-            alloc.get("package") or "–", alloc.get("version") or "–",
-            alloc.get("note", "").replace(repo + "/", "") if repo
-            else alloc.get("note", "")))
-    missing = [a["name"] for a in data["allocators"] if not a["found"]]
+            alloc.name, status, path,
+            alloc.package or "–", alloc.version or "–",
+            alloc.note.replace(repo + "/", "") if repo else alloc.note))
+    missing = data.missing_allocators()
     if missing:
         lines += ["", "Missing: %s." % ", ".join(missing)]
     return lines
 
 
-def machine_section(data):
+def machine_section(data: Results) -> list[str]:
     lines = ["", "## Machine", ""]
-    for key, value in data.get("machine", {}).items():
+    for key, value in data.machine.items():
         lines.append("- %s: %s" % (key, value))
     return lines
 
 
-def header_section(data):
-    plots = data.get("plots", {})
-    programs = any(is_program(w) for w in data.get("workloads", []))
-    builtin = not programs or not all(is_program(w)
-                                      for w in data["workloads"])
+def header_section(data: Results) -> list[str]:
+    plots = data.plots
+    programs = any(w.is_program for w in data.workloads)
+    builtin = not programs or not all(w.is_program for w in data.workloads)
     lines = ["# Allocator experiments", "",
-             "- command: `%s`" % data.get("command", ""),
+             "- command: `%s`" % data.command,
              "- mode: %s, %s repetitions per cell (median shown)" % (
-                 data.get("mode", "?"), data.get("reps", "?")),
-             "- started %s, took %s s" % (data.get("started", "?"),
-                                         data.get("duration_s", "?")),
+                 data.mode.value if data.mode else "?", data.reps),
+             "- started %s, took %s s" % (
+                 data.started,
+                 "?" if data.duration_s is None else data.duration_s),
              "- cells show the median; %sthe best of each row is **bold**; "
              "FAILED = a run crashed, timed out or failed its own check%s" % (
                  "(0.50x) is the ratio to glibc; " if builtin else "",
                  "; a program's run failed when it exited non-zero"
                  if programs else "")]
-    if data.get("slow"):
+    if data.slow:
         lines.append("- %s: a cell whose first run took over %g s ran only "
-                     "once" % (ONCE_MARK, data["slow"]))
-    if data.get("interrupted"):
+                     "once" % (ONCE_MARK, data.slow))
+    if data.interrupted:
         lines.append("- **interrupted**: these are partial results")
-    if not plots.get("available", True):
-        lines.append("- plots: none (%s)" % plots.get("note", ""))
-    missing = [a["name"] for a in data["allocators"] if not a["found"]]
+    if not plots.available:
+        lines.append("- plots: none (%s)" % plots.note)
+    missing = data.missing_allocators()
     if missing:
         lines.append("- missing allocators: %s" % ", ".join(missing))
     return lines
 
 
-def program_title(program):
-    command = "`%s`" % program["command"].replace("`", "'")
-    return "%s: %s" % (program["name"], command) if program.get("named") \
-        else command
+def program_title(program: Program) -> str:
+    command = "`%s`" % program.command.replace("`", "'")
+    return "%s: %s" % (program.name, command) if program.named else command
 
 
-def first_failure(data, name, alloc):
+def first_failure(data: Results, name: str, alloc: str) -> Run | None:
     """The first failed run of a program's cell, or None."""
-    return next((r for r in data.get("runs", []) if r["workload"] == name
-                 and r["allocator"] == alloc and not r["ok"]), None)
+    return next((r for r in data.runs if r.workload == name
+                 and r.allocator == alloc and not r.ok), None)
 
 
-def program_row(cell, data, name, lows, reps):
+# {measure: (lowest value, bold value)} over a program's successful cells
+Lows = dict[str, tuple[float | None, float | None]]
+
+
+def program_row(cell: CellSummary, data: Results, name: str, lows: Lows,
+                reps: int) -> str:
     """One allocator's row.  lows: {measure: (lowest value, bold value or
     None)} over the successful cells: None when they all measured alike."""
     if cell.failed:
-        run = first_failure(data, name, cell.allocator) or {}
-        why = run.get("reason", "") or "; ".join(cell.reasons)
-        tail = stderr_tail(run.get("stderr_tail", ""))
+        run = first_failure(data, name, cell.allocator)
+        why = (run.reason if run else "") or "; ".join(cell.reasons)
+        tail = stderr_tail(run.stderr_tail if run else "")
         if tail and not why.startswith("not started"):
             why += "; stderr: `%s`" % tail.replace("`", "'")
         if cell.failed_runs < cell.runs:
@@ -521,7 +542,7 @@ def program_row(cell, data, name, lows, reps):
     shown = {}
     for measure, scale in (("wall", 1), ("maxrss_kb", 1024)):
         value = cell.value(measure)
-        text = fmt_num(value / scale)
+        text = fmt_num(None if value is None else value / scale)
         shown[measure] = "**%s**" % text if value == lows[measure][1] \
             else text
     return "| %s | %s%s | %s–%s | %s | %s | %s | %s | %s | %d |" % (
@@ -532,31 +553,35 @@ def program_row(cell, data, name, lows, reps):
         ratio(cell.maxrss_kb, lows["maxrss_kb"][0]), cell.runs)
 
 
-def program_section(program, cells, data):
-    name = program["name"]
+def program_section(entry: WorkloadEntry, cells: Cells,
+                    data: Results) -> list[str]:
+    program = entry.program
+    assert program is not None
+    name = program.name
     lines = ["", "### " + program_title(program), ""]
-    where = program.get("cwd") or "the harness's folder"
-    exe = program.get("executable")
+    where = program.cwd or "the harness's folder"
+    exe = program.executable
     lines.append("Run in `%s`%s: glibc runs it as is, every other "
                  "allocator through `LD_PRELOAD` of its library (see "
                  "Allocators). A run succeeds when it exits with status 0; "
                  "the time is the whole program's wall time, the peak RSS "
                  "the largest resident set of the program itself." % (
-                     where, ", `%s` is %s" % (program["argv"][0], exe)
-                     if exe and program.get("argv") else ""))
-    if program.get("error"):
+                     where, ", `%s` is %s" % (program.argv[0], exe)
+                     if exe and program.argv else ""))
+    if program.error:
         lines += ["", "**Not run: %s**: every cell below is FAILED." %
-                  program["error"]]
-    allocs = workload_allocs(cells, name, data["allocators"])
-    own = [cells[(name, p, a)] for a in allocs for p in program["points"]
+                  program.error]
+    allocs = workload_allocs(cells, name, data.allocators)
+    own = [cells[(name, p, a)] for a in allocs for p in entry.points
            if (name, p, a) in cells]
     good = [c for c in own if not c.failed]
-    lows = {}
+    lows: Lows = {}
     for measure in ("wall", "maxrss_kb"):
-        values = [c.value(measure) for c in good]
+        values = [v for v in (c.value(measure) for c in good)
+                  if v is not None]
         lows[measure] = (min(values, default=None),
                          best_values(values, higher=False))
-    reps = data.get("reps", 0)
+    reps = data.reps
     if own:
         lines += ["", "| allocator | time (s) | spread (s) | vs fastest | "
                   "user (s) | sys (s) | peak RSS (MiB) | vs leanest | runs |",
@@ -571,23 +596,23 @@ def program_section(program, cells, data):
                           if any(c.runs < reps for c in good) else "")]
     else:
         lines += ["", "No runs."]
-    skipped = ["%s (%s)" % (m["allocator"], "allocator missing"
-                            if m["reason"].startswith("allocator missing")
-                            else m["reason"])
-               for m in data.get("missing", []) if m["workload"] == name]
+    skipped = ["%s (%s)" % (m.allocator, "allocator missing"
+                            if m.reason.startswith("allocator missing")
+                            else m.reason)
+               for m in data.missing if m.workload == name]
     if skipped:
         lines += ["", "Not run here: %s." % "; ".join(skipped)]
-    if program.get("reproduce"):
-        lines += ["", "Reproduce: `%s`" % program["reproduce"]]
+    if entry.reproduce:
+        lines += ["", "Reproduce: `%s`" % entry.reproduce]
     lines += plot_lines(data, name)
     return lines
 
 
-def build_report(data):
+def build_report(data: Results) -> str:
     """The report as Markdown text."""
-    cells = summarize(data.get("runs", []))
-    builtin = [w for w in data["workloads"] if not is_program(w)]
-    programs = [w for w in data["workloads"] if is_program(w)]
+    cells = summarize(data.runs)
+    builtin = [w for w in data.workloads if not w.is_program]
+    programs = [w for w in data.workloads if w.is_program]
     lines = header_section(data)
     lines += standing_section(data, cells)
     lines += fastpath_section(data)

@@ -14,13 +14,21 @@ results/latest -> the newest folder
 
 import csv
 import json
-import os
 import time
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .records import FastpathRow, Mix, Results, Run, StraceRow
 
 RUN_COLUMNS = ("workload", "point", "allocator", "rep", "ok", "reason",
                "wall", "user", "sys", "maxrss_kb", "exit_code", "signal",
                "command")
 
+STRACE_CSV_COLUMNS = ("workload", "allocator", "ok", "reason", "wall",
+                  "futex_calls", "futex_errors", "mmap", "munmap", "madvise",
+                  "brk", "mremap", "total_calls")
 
 # fastpath.csv: instructions_per_pair is empty unless ok; measured False is
 # an allocator the pass does not apply to (or missing), ok False with
@@ -29,92 +37,98 @@ FASTPATH_COLUMNS = ("allocator", "mix", "instructions_per_pair", "ok",
                     "measured", "reason")
 
 
-def new_run_dir(root, now=None):
+def new_run_dir(root: Path, now: float | None = None) -> Path:
     """Creates and returns a folder under root that did not exist before."""
-    os.makedirs(root, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     for n in range(1, 1000):
-        name = stamp if n == 1 else "%s-%d" % (stamp, n)
-        path = os.path.join(root, name)
+        path = root / (stamp if n == 1 else "%s-%d" % (stamp, n))
         try:
-            os.mkdir(path)
+            path.mkdir()
         except FileExistsError:
             continue
         return path
     raise RuntimeError("no free results folder name under %s" % root)
 
 
-def point_latest(root, run_dir):
+def point_latest(root: Path, run_dir: Path) -> bool:
     """Makes root/latest a relative symlink to run_dir (when it can)."""
-    link = os.path.join(root, "latest")
-    temp = link + ".new"
+    link = root / "latest"
+    temp = root / "latest.new"
     try:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        os.symlink(os.path.basename(run_dir), temp)
-        os.replace(temp, link)
+        if temp.is_symlink() or temp.exists():
+            temp.unlink()
+        temp.symlink_to(run_dir.name)
+        temp.replace(link)
     except OSError:
         return False
     return True
 
 
-def metric_keys(runs):
-    return sorted({k for r in runs for k in r.get("metrics", {})})
+def metric_keys(runs: Iterable[Run]) -> list[str]:
+    return sorted({k for r in runs for k in r.metrics})
 
 
-def write_runs_csv(path, runs):
+def csv_cell(value: Any) -> Any:
+    """A CSV cell: None as empty, an enum by its value."""
+    if value is None:
+        return ""
+    return value.value if isinstance(value, Enum) else value
+
+
+def write_runs_csv(path: Path, runs: Sequence[Run]) -> None:
     keys = metric_keys(runs)
-    with open(path, "w", newline="") as handle:
+    with path.open("w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(list(RUN_COLUMNS) + ["metric:" + k for k in keys])
         for run in runs:
-            row = [run.get(c, "") for c in RUN_COLUMNS]
-            row[RUN_COLUMNS.index("command")] = " ".join(run.get("command", []))
-            row += [run.get("metrics", {}).get(k, "") for k in keys]
+            row = [getattr(run, c) for c in RUN_COLUMNS]
+            row[RUN_COLUMNS.index("command")] = " ".join(run.command)
+            row += [run.metrics.get(k, "") for k in keys]
             out.writerow(row)
 
 
-def write_strace_csv(path, rows):
-    columns = ("workload", "allocator", "ok", "reason", "wall", "futex_calls",
-               "futex_errors", "mmap", "munmap", "madvise", "brk", "mremap",
-               "total_calls")
-    with open(path, "w", newline="") as handle:
+def write_strace_csv(path: Path, rows: Iterable[StraceRow]) -> None:
+    with path.open("w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(columns)
+        out.writerow(STRACE_CSV_COLUMNS)
         for row in rows:
-            out.writerow([row.get(c, "") for c in columns])
+            flat = row.to_json()
+            out.writerow([flat.get(c, "") for c in STRACE_CSV_COLUMNS])
 
 
-def write_fastpath_csv(path, rows):
-    with open(path, "w", newline="") as handle:
+def write_fastpath_csv(path: Path, rows: Iterable[FastpathRow]) -> None:
+    with path.open("w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(FASTPATH_COLUMNS)
         for row in rows:
-            out.writerow(["" if row.get(c) is None else row.get(c)
+            out.writerow([csv_cell(getattr(row, c))
                           for c in FASTPATH_COLUMNS])
 
 
-def read_fastpath_csv(path):
+def read_fastpath_csv(path: Path) -> list[FastpathRow]:
     """The rows write_fastpath_csv() wrote, with their types back."""
     rows = []
-    with open(path, newline="") as handle:
+    with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
             value = row.get("instructions_per_pair", "")
-            rows.append({
-                "allocator": row["allocator"], "mix": row["mix"],
-                "instructions_per_pair": float(value) if value else None,
-                "ok": row.get("ok") == "True",
-                "measured": row.get("measured", "True") == "True",
-                "reason": row.get("reason", "")})
+            rows.append(FastpathRow(
+                row["allocator"], Mix(row["mix"]),
+                float(value) if value else None,
+                ok=row.get("ok") == "True",
+                measured=row.get("measured", "True") == "True",
+                reason=row.get("reason", "")))
     return rows
 
 
-def write_json(path, data):
-    with open(path, "w") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True)
+def write_json(path: Path, results: Results) -> None:
+    with path.open("w") as handle:
+        json.dump(results.to_json(), handle, indent=1, sort_keys=True)
         handle.write("\n")
 
 
-def load_json(path):
-    with open(path) as handle:
-        return json.load(handle)
+def load_json(path: Path) -> dict[str, Any]:
+    """runs.json as written (Results.from_json reads it)."""
+    with path.open() as handle:
+        data: dict[str, Any] = json.load(handle)
+    return data

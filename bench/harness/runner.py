@@ -20,15 +20,19 @@ forked directly and Measured.direct says so.
 
 import ctypes
 import os
+import resource
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, NamedTuple
 
-from .parse import parse_workload_output
+from .parse import WorkloadOutput, parse_workload_output
 
 STDERR_KEEP = 2000   # characters of stderr kept for a failed run
 
@@ -47,79 +51,86 @@ class Measured:
     direct: bool = False  # forked from here: ru_maxrss has Python's floor
 
 
+class Judgement(NamedTuple):
+    """How one run went: ok, why not, and what it printed."""
+    ok: bool
+    reason: str
+    output: WorkloadOutput
+
+
 PR_SET_CHILD_SUBREAPER = 36
-subreaper = None      # None: not tried yet; then True or False
+subreaper: bool | None = None     # None: not tried yet
 
 
-def become_subreaper():
+def become_subreaper() -> bool:
     """Makes this process adopt its orphaned descendants (once)."""
     global subreaper
     if subreaper is None:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            adopted = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         except (OSError, AttributeError):
-            subreaper = False
-        subreaper = subreaper and shutil.which("setsid") is not None
+            adopted = False
+        subreaper = adopted and shutil.which("setsid") is not None
     return subreaper
 
 
-def kill_group(pid):
+def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def read_back(handle):
+def read_back(handle: IO[bytes]) -> str:
     handle.seek(0)
     return handle.read().decode("utf-8", "replace")
 
 
-def env_prefix(env):
+def env_prefix(env: Mapping[str, str] | None) -> list[str]:
     """The program's own environment, given through env(1) so that the
     launcher does not run with it (e.g. with LD_PRELOAD).  Every program
     goes through env, with or without settings, so all pay the same."""
     return ["env"] + ["%s=%s" % item for item in sorted((env or {}).items())]
 
 
-def children_from_tasks():
+def children_from_tasks() -> set[int] | None:
     """Children of every thread of this process, or None when the kernel
     has no /proc/PID/task/TID/children."""
-    found = set()
+    found: set[int] = set()
     try:
-        tasks = os.listdir("/proc/self/task")
-        for tid in tasks:
-            with open("/proc/self/task/%s/children" % tid) as handle:
-                found.update(int(pid) for pid in handle.read().split())
+        for task in Path("/proc/self/task").iterdir():
+            found.update(int(pid) for pid in
+                         (task / "children").read_text().split())
     except OSError:
         return None
     return found
 
 
-def children_from_stat():
+def children_from_stat() -> set[int]:
     me = str(os.getpid())
     found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            with open("/proc/%s/stat" % entry) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if fields[1] == me:
-            found.add(int(entry))
+            found.add(int(entry.name))
     return found
 
 
-def children():
+def children() -> set[int]:
     """Pids of this process's children, zombies included (from /proc)."""
     found = children_from_tasks()
     return children_from_stat() if found is None else found
 
 
-def start_adopted(argv, env, out, err, cwd):
+def start_adopted(argv: Sequence[str], env: Mapping[str, str] | None,
+                  out: IO[bytes], err: IO[bytes],
+                  cwd: str | None) -> tuple[int, int]:
     """Starts argv through `setsid --fork`; returns (pid, group).
 
     Raises OSError when the adopted program cannot be found.
@@ -137,7 +148,9 @@ def start_adopted(argv, env, out, err, cwd):
     return pid, pid
 
 
-def start_direct(argv, env, out, err, cwd):
+def start_direct(argv: Sequence[str], env: Mapping[str, str] | None,
+                 out: IO[bytes], err: IO[bytes],
+                 cwd: str | None) -> tuple[int, int]:
     full_env = dict(os.environ)
     full_env.update(env or {})
     proc = subprocess.Popen(argv, stdout=out, stderr=err, env=full_env,
@@ -147,11 +160,12 @@ def start_direct(argv, env, out, err, cwd):
     return proc.pid, proc.pid
 
 
-def wait_measured(pid, group, timeout):
+def wait_measured(pid: int, group: int, timeout: float | None
+                  ) -> tuple[int, resource.struct_rusage, bool]:
     """os.wait4(pid) with a timeout that kills the process group."""
     expired = threading.Event()
 
-    def on_timeout():
+    def on_timeout() -> None:
         expired.set()
         kill_group(group)
 
@@ -172,7 +186,9 @@ def wait_measured(pid, group, timeout):
     return status, usage, expired.is_set()
 
 
-def run_measured(argv, env=None, timeout=None, cwd=None):
+def run_measured(argv: Sequence[str], env: Mapping[str, str] | None = None,
+                 timeout: float | None = None,
+                 cwd: str | None = None) -> Measured:
     """Runs argv to completion (or timeout) and returns a Measured."""
     adopt = become_subreaper()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -192,29 +208,30 @@ def run_measured(argv, env=None, timeout=None, cwd=None):
             stderr=read_back(err), direct=not adopt)
 
 
-def signal_name(number):
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
 
 
-def judge(measured):
-    """(ok, reason, parsed output) for one run of a workload.
+def judge(measured: Measured) -> Judgement:
+    """How one run of a workload went.
 
     A run failed when it timed out, died of a signal, exited non-zero, or
     did not print `check ok`.
     """
     parsed = parse_workload_output(measured.stdout)
     if measured.timed_out:
-        return False, "timeout after %.0f s" % measured.wall, parsed
+        return Judgement(False, "timeout after %.0f s" % measured.wall, parsed)
     if measured.signal:
-        return False, "killed by signal %s" % signal_name(measured.signal), \
-            parsed
+        return Judgement(False, "killed by signal %s" %
+                         signal_name(measured.signal), parsed)
     if parsed.check_failure:
-        return False, "check FAILED: %s" % parsed.check_failure, parsed
+        return Judgement(False, "check FAILED: %s" % parsed.check_failure,
+                         parsed)
     if measured.exit_code != 0:
-        return False, "exit status %d" % measured.exit_code, parsed
+        return Judgement(False, "exit status %d" % measured.exit_code, parsed)
     if not parsed.check_ok:
-        return False, "no 'check ok' line", parsed
-    return True, "", parsed
+        return Judgement(False, "no 'check ok' line", parsed)
+    return Judgement(True, "", parsed)

@@ -9,7 +9,9 @@ rotated by one each round, so no allocator always runs first or last.
 
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
 
 from .stats import median
 
@@ -21,15 +23,15 @@ class Cell:
     allocator: str
 
 
-def group_cells(jobs_by_cell):
+def group_cells(jobs_by_cell: Iterable[Cell]) -> list[list[Cell]]:
     """[(workload, point) -> [cells in allocator order]] in first-seen order."""
-    groups = {}
+    groups: dict[tuple[str, str], list[Cell]] = {}
     for cell in jobs_by_cell:
         groups.setdefault((cell.workload, cell.point), []).append(cell)
     return list(groups.values())
 
 
-def interleave(cells, reps):
+def interleave(cells: Iterable[Cell], reps: int) -> list[tuple[int, Cell]]:
     """[(rep, cell)]: every cell reps times, in the order described above."""
     order = []
     groups = group_cells(cells)
@@ -41,7 +43,7 @@ def interleave(cells, reps):
     return order
 
 
-def format_duration(seconds):
+def format_duration(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     if seconds < 60:
         return "%ds" % seconds
@@ -51,6 +53,7 @@ def format_duration(seconds):
     return "%dh%02dm" % (hours, rest // 60)
 
 
+@dataclass
 class Estimator:
     """Guesses how long the runs left will take from the runs done.
 
@@ -59,19 +62,17 @@ class Estimator:
     median of all runs; failing that, `default` seconds.  Medians, so one
     very slow allocator does not inflate the guess for every other cell.
     """
+    default: float = 1.0
+    by_cell: dict[Cell, list[float]] = field(default_factory=dict)
+    by_point: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    all: list[float] = field(default_factory=list)
 
-    def __init__(self, default=1.0):
-        self.default = default
-        self.by_cell = {}
-        self.by_point = {}
-        self.all = []
-
-    def record(self, cell, seconds):
+    def record(self, cell: Cell, seconds: float) -> None:
         self.by_cell.setdefault(cell, []).append(seconds)
         self.by_point.setdefault((cell.workload, cell.point), []).append(seconds)
         self.all.append(seconds)
 
-    def guess(self, cell):
+    def guess(self, cell: Cell) -> float:
         own = self.by_cell.get(cell)
         if own:
             return sum(own) / len(own)
@@ -81,28 +82,31 @@ class Estimator:
                 return median(samples)
         return self.default
 
-    def remaining(self, cells):
+    def remaining(self, cells: Iterable[Cell]) -> float:
         return sum(self.guess(c) for c in cells)
 
 
 class Progress:
-    """One stderr line per run: what runs, how many are left, time left."""
+    """One stderr line per run: what runs, how many are left, time left.
+    default: the guess for a run before any ran (see Estimator)."""
 
-    def __init__(self, total, stream=None, default=1.0):
+    def __init__(self, total: int, stream: TextIO | None = None,
+                 default: float = Estimator.default) -> None:
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
         self.estimator = Estimator(default)
         self.started = time.monotonic()
 
-    def start(self, rep, reps, cell, label=""):
+    def start(self, rep: int, reps: int, cell: Cell, label: str = "") -> None:
         text = "[%*d/%d] %s %s | %s | rep %d/%d " % (
             len(str(self.total)), self.done + 1, self.total, cell.workload,
             cell.point, cell.allocator, rep + 1, reps)
         self.stream.write(text + (label and label + " "))
         self.stream.flush()
 
-    def finish(self, cell, seconds, ok, reason, cells_left):
+    def finish(self, cell: Cell, seconds: float, ok: bool, reason: str,
+               cells_left: Sequence[Cell]) -> None:
         self.done += 1
         self.estimator.record(cell, seconds)
         left = self.estimator.remaining(cells_left)
@@ -112,6 +116,6 @@ class Progress:
             "" if len(cells_left) == 1 else "s", format_duration(left)))
         self.stream.flush()
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()

@@ -11,16 +11,30 @@ The scaling workload also has a ts_ variant (`scaling_ts --api lock|nolock`)
 that the allocators with a ts_api run instead of `scaling`.
 """
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Mode(Enum):
+    """The sizes the workloads run at: the quick ones (`--quick`, the
+    default) or the classic experiments' full sizes."""
+    QUICK = "quick"
+    FULL = "full"
+
+    @property
+    def full(self) -> bool:
+        return self is Mode.FULL
 
 
 @dataclass(frozen=True)
 class Point:
     label: str
-    args: tuple = ()
+    args: tuple[str, ...] = ()
     binary: str = ""          # "" = the workload's own program
-    params: tuple = ()        # (key, value) pairs for the CSV and plots
-    quick_args: tuple = ()    # added after --quick in the quick mode
+    # (key, value) pairs for the CSV and plots
+    params: tuple[tuple[str, int | str], ...] = ()
+    quick_args: tuple[str, ...] = ()   # added after --quick in the quick mode
 
 
 @dataclass(frozen=True)
@@ -29,29 +43,30 @@ class Workload:
     title: str
     binary: str
     summary: str
-    quick_points: tuple
-    full_points: tuple
+    quick_points: tuple[Point, ...]
+    full_points: tuple[Point, ...]
     ts_binary: str = ""       # program for allocators with a ts_api
     strace: bool = False      # also run once per allocator under strace
-    metric_order: tuple = field(default=())
+    metric_order: tuple[str, ...] = ()
 
-    def points(self, full):
+    def points(self, full: bool) -> tuple[Point, ...]:
         return self.full_points if full else self.quick_points
 
-    def point_binary(self, point):
+    def point_binary(self, point: Point) -> str:
         return point.binary or self.binary
 
 
-def threads_point(n):
+def threads_point(n: int) -> Point:
     return Point("%d thread%s" % (n, "" if n == 1 else "s"),
                  ("--threads", str(n)),
                  params=(("threads", n),))
 
 
-def containers_point(opt, rand):
+def containers_point(opt: str, rand: str) -> Point:
     # unoptimised, the thread-local generator is no faster than std::rand:
     # its quick size (three times std's) would make it the slowest cell
-    quick = ("--iters", "200000") if (opt, rand) == ("O0", "local") else ()
+    quick: tuple[str, ...] = ("--iters", "200000") \
+        if (opt, rand) == ("O0", "local") else ()
     return Point("-%s, %s rand" % (opt, rand), ("--rand", rand),
                  binary="containers_" + opt,
                  params=(("opt", opt), ("rand", rand)), quick_args=quick)
@@ -171,11 +186,13 @@ WORKLOADS = (
 )
 
 
-def by_name(names=None, workloads=WORKLOADS):
+def by_name(names: Iterable[str] = (),
+            workloads: Sequence[Workload] = WORKLOADS) -> list[Workload]:
     """The workloads named (all when names is empty), in suite order.
 
     Raises ValueError for an unknown name.
     """
+    names = list(names)
     if not names:
         return list(workloads)
     known = {w.name: w for w in workloads}
@@ -186,7 +203,7 @@ def by_name(names=None, workloads=WORKLOADS):
     return [w for w in workloads if w.name in names]
 
 
-def point_args(point, full):
+def point_args(point: Point, full: bool) -> list[str]:
     """The command-line arguments of one point in the given mode."""
     if full:
         return list(point.args)

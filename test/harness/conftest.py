@@ -1,9 +1,8 @@
 """Makes the repository root importable, so the tests can say
 `from bench.harness import ...` whether or not PYTHONPATH is set."""
-import os
 import sys
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = str(Path(__file__).absolute().parents[2])
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)

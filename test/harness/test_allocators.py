@@ -35,26 +35,26 @@ def by(allocs):
 
 
 def test_discovery_finds_what_is_there(tree):
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
                            "glibc", "jemalloc", "tcmalloc", "mimalloc",
                            "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
                            "musl"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
-    assert found["tlmalloc"].ts_api == "nolock"
-    assert found["tlmalloc-fast"].found and found["tlmalloc-fast"].kind == \
-        "preload" and not found["tlmalloc-fast"].ts_api
+    assert found["tlmalloc"].ts_api is am.TsApi.NOLOCK
+    assert found["tlmalloc-fast"].found and found["tlmalloc-fast"].kind is \
+        am.Kind.PRELOAD and not found["tlmalloc-fast"].ts_api
     assert found["tlmalloc-fast"].path.endswith(
         "build/src/libtlmalloc-fast.so")
-    assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api == "lock"
+    assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api is am.TsApi.LOCK
     assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
     assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
     assert found["musl"].found and "loop-musl" in found["musl"].note
 
 
 def test_missing_peers_stay_listed(tree):
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     for name in ("tcmalloc", "mimalloc"):
         assert not found[name].found
         assert "not found" in found[name].note
@@ -62,15 +62,15 @@ def test_missing_peers_stay_listed(tree):
 
 
 def test_search_order_over_folders(tree):
-    dirs = [str(tree / "libs"), str(tree / "other")]
-    found = by(am.discover(str(tree / "build"), dirs))
+    dirs = [tree / "libs", tree / "other"]
+    found = by(am.discover(tree / "build", dirs))
     assert found["tcmalloc"].found
     assert found["tcmalloc"].path == str(tree / "other" /
                                          "libtcmalloc_minimal.so")
 
 
 def test_nothing_built(tmp_path):
-    found = by(am.discover(str(tmp_path / "nobuild"), [str(tmp_path)]))
+    found = by(am.discover(tmp_path / "nobuild", [tmp_path]))
     assert not found["tlmalloc"].found and "not built" in found["tlmalloc"].note
     assert not found["tlmalloc-fast"].found
     assert not found["tlmalloc-lock"].found
@@ -80,7 +80,7 @@ def test_nothing_built(tmp_path):
 
 def test_extra_allocators(tree):
     lib = tree / "libs" / "libjemalloc.so.2"
-    allocs = by(am.discover(str(tree / "build"), [str(tree / "libs")],
+    allocs = by(am.discover(tree / "build", [tree / "libs"],
                             ["mine=%s" % lib, "gone=/no/such/lib.so"]))
     assert allocs["mine"].found and allocs["mine"].path == str(lib)
     assert not allocs["gone"].found and "no such file" in allocs["gone"].note
@@ -91,7 +91,7 @@ def test_extra_allocators(tree):
 
 
 def test_select(tree):
-    allocs = am.discover(str(tree / "build"), [str(tree / "libs")])
+    allocs = am.discover(tree / "build", [tree / "libs"])
     assert [a.name for a in am.select(allocs, ["musl", "glibc"])] == \
         ["glibc", "musl"]
     with pytest.raises(ValueError):
@@ -99,8 +99,8 @@ def test_select(tree):
 
 
 def test_commands_per_kind(tree):
-    allocs = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
-    bench = str(tree / "build" / "bench")
+    allocs = by(am.discover(tree / "build", [tree / "libs"]))
+    bench = tree / "build" / "bench"
     loop, scaling = by_name(["loop", "scaling"])
     point = loop.quick_points[0]
     args = point_args(point, full=False)
@@ -139,7 +139,7 @@ def test_workload_filter():
 def test_probe_marks_refused_library(tmp_path):
     bogus = tmp_path / "libbogus.so"
     bogus.write_text("not an ELF file")
-    alloc = am.Allocator("bogus", "preload", str(bogus))
+    alloc = am.Allocator("bogus", am.Kind.PRELOAD, str(bogus))
     am.probe_preload(alloc)
     assert not alloc.found and "refuses" in alloc.note
 
@@ -169,9 +169,9 @@ def built_peers(tree, versions=VERSIONS, libs=("libmimalloc3.so",
 
 def test_built_peers_found_with_versions(tree):
     peers = built_peers(tree)
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     mi3 = found["mimalloc3"]
-    assert mi3.found and mi3.kind == "preload"
+    assert mi3.found and mi3.kind is am.Kind.PRELOAD
     assert mi3.path == str(peers / "libmimalloc3.so")
     assert mi3.version == "3.3.2"
     assert mi3.package == "libmimalloc-sys 0.1.49 (cargo)"
@@ -183,13 +183,13 @@ def test_built_peers_found_with_versions(tree):
     assert rp.package == "rpmalloc-sys (cargo)"
     argv, env = am.command_for(by_name(["loop"])[0], by_name(["loop"])[0]
                                .quick_points[0], mi3,
-                               str(tree / "build" / "bench"), ["--quick"])
+                               tree / "build" / "bench", ["--quick"])
     assert env == {"LD_PRELOAD": mi3.path}
 
 
 def test_built_peers_missing_with_note(tree):
     built_peers(tree, libs=("libsnmalloc.so",))
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     for name in ("mimalloc3", "rpmalloc"):
         assert not found[name].found and found[name].path == ""
         assert "not built: run scripts/build-peers.sh (needs cargo)" in \
@@ -199,35 +199,35 @@ def test_built_peers_missing_with_note(tree):
     with pytest.raises(am.Missing) as why:
         loop = by_name(["loop"])[0]
         am.command_for(loop, loop.quick_points[0], found["mimalloc3"],
-                       str(tree / "build" / "bench"), ["--quick"])
+                       tree / "build" / "bench", ["--quick"])
     assert "build-peers.sh" in str(why.value)
 
 
 def test_built_peers_not_in_system_dirs(tree):
     """A libsnmalloc.so in a library folder is not taken for the built one."""
     touch(str(tree / "libs" / "libsnmalloc.so"))
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     assert not found["snmalloc"].found
 
 
 def test_built_peers_without_versions_file(tree):
     built_peers(tree, versions=None)
-    found = by(am.discover(str(tree / "build"), [str(tree / "libs")]))
+    found = by(am.discover(tree / "build", [tree / "libs"]))
     assert all(found[n].found and found[n].version == ""
                for n in ("mimalloc3", "snmalloc", "rpmalloc"))
 
 
 def test_read_peer_versions(tmp_path):
     path = tmp_path / "VERSIONS.json"
-    assert am.read_peer_versions(str(path)) == {}            # no file
+    assert am.read_peer_versions(path) == {}            # no file
     path.write_text("{not json")
-    assert am.read_peer_versions(str(path)) == {}
+    assert am.read_peer_versions(path) == {}
     path.write_text("[1, 2]")
-    assert am.read_peer_versions(str(path)) == {}
+    assert am.read_peer_versions(path) == {}
     path.write_text(json.dumps({"peers": ["mimalloc3"]}))
-    assert am.read_peer_versions(str(path)) == {}
+    assert am.read_peer_versions(path) == {}
     path.write_text(json.dumps(VERSIONS))
-    versions = am.read_peer_versions(str(path))
+    versions = am.read_peer_versions(path)
     assert sorted(versions) == ["mimalloc3", "snmalloc"]
     assert versions["mimalloc3"]["version"] == "3.3.2"
 
@@ -241,7 +241,7 @@ def test_built_peer_names_are_taken():
 def test_add_versions_keeps_a_built_peers_version(tree):
     from bench.harness import machine
     built_peers(tree)
-    allocs = am.discover(str(tree / "build"), [str(tree / "libs")])
+    allocs = am.discover(tree / "build", [tree / "libs"])
     machine.add_versions(allocs, "1.0")
     found = by(allocs)
     assert found["mimalloc3"].version == "3.3.2"

@@ -11,11 +11,14 @@ import shutil
 
 import pytest
 
+from pathlib import Path
+
 from bench.harness import cli, fastpath, results
-from bench.harness.allocators import Allocator
+from bench.harness.allocators import Allocator, Kind, TsApi
+from bench.harness.records import FastpathPass, FastpathRow, Mix, Results
 from bench.harness.report import build_report
 
-from test_report import synthetic
+from test_report import synthetic, synthetic_json
 
 OUTPUT = """\
 instructions per malloc/free pair (callgrind, 100000 vs 200000 pairs)
@@ -30,7 +33,7 @@ odd                 5.0          ?
 
 
 def by_mix(rows):
-    return {r["mix"]: r for r in rows}
+    return {r.mix.value: r for r in rows}
 
 
 def test_parse_table():
@@ -38,25 +41,25 @@ def test_parse_table():
     assert list(table) == ["glibc", "tlmalloc", "broken", "gone", "odd",
                            "(loop)"]
     tl = by_mix(table["tlmalloc"])
-    assert tl["fixed"]["instructions_per_pair"] == 36.1
-    assert tl["mix"]["instructions_per_pair"] == 39.4
-    assert tl["fixed"]["ok"] and tl["fixed"]["measured"]
-    assert by_mix(table["(loop)"])["mix"]["instructions_per_pair"] == 14.0
+    assert tl["fixed"].instructions_per_pair == 36.1
+    assert tl["mix"].instructions_per_pair == 39.4
+    assert tl["fixed"].ok and tl["fixed"].measured
+    assert by_mix(table["(loop)"])["mix"].instructions_per_pair == 14.0
     assert fastpath.parse_pairs(OUTPUT) == (100000, 200000)
 
 
 def test_parse_failure_missing_and_unknown():
     table = fastpath.parse_table(OUTPUT)
     broken = by_mix(table["broken"])["fixed"]
-    assert not broken["ok"] and broken["measured"]
-    assert broken["instructions_per_pair"] is None
-    assert "check ok" in broken["reason"]
+    assert not broken.ok and broken.measured
+    assert broken.instructions_per_pair is None
+    assert "check ok" in broken.reason
     gone = by_mix(table["gone"])["mix"]
-    assert not gone["ok"] and not gone["measured"]
-    assert gone["reason"] == "library not found"
+    assert not gone.ok and not gone.measured
+    assert gone.reason == "library not found"
     odd = by_mix(table["odd"])
-    assert odd["fixed"]["ok"] and not odd["mix"]["ok"]
-    assert "no instruction count" in odd["mix"]["reason"]
+    assert odd["fixed"].ok and not odd["mix"].ok
+    assert "no instruction count" in odd["mix"].reason
 
 
 def test_parse_ignores_title_header_and_names_with_spaces():
@@ -65,7 +68,7 @@ def test_parse_ignores_title_header_and_names_with_spaces():
     assert fastpath.parse_row("") is None
     name, rows = fastpath.parse_row("my alloc   1.5   2.5")
     assert name == "my alloc"
-    assert [r["instructions_per_pair"] for r in rows] == [1.5, 2.5]
+    assert [r.instructions_per_pair for r in rows] == [1.5, 2.5]
 
 
 def test_switch_and_only():
@@ -89,14 +92,14 @@ def test_switch_and_only():
 def allocators(tmp_path):
     lib = tmp_path / "lib.so"
     lib.write_text("")
-    return [Allocator("tlmalloc", "preload", str(lib)),
-            Allocator("tlmalloc-lock", "ts", ts_api="lock"),
-            Allocator("glibc", "system"),
-            Allocator("jemalloc", "preload", "", False, "not found"),
-            Allocator("musl", "musl"),
-            Allocator("broken", "preload", str(lib)),
-            Allocator("hangs", "preload", str(lib)),
-            Allocator("after", "preload", str(lib))]
+    return [Allocator("tlmalloc", Kind.PRELOAD, str(lib)),
+            Allocator("tlmalloc-lock", Kind.TS, ts_api=TsApi.LOCK),
+            Allocator("glibc", Kind.SYSTEM),
+            Allocator("jemalloc", Kind.PRELOAD, "", False, "not found"),
+            Allocator("musl", Kind.MUSL),
+            Allocator("broken", Kind.PRELOAD, str(lib)),
+            Allocator("hangs", Kind.PRELOAD, str(lib)),
+            Allocator("after", Kind.PRELOAD, str(lib))]
 
 
 def test_split_allocators(tmp_path):
@@ -104,21 +107,21 @@ def test_split_allocators(tmp_path):
     assert [n for n, _ in measurable] == ["tlmalloc", "glibc", "broken",
                                           "hangs", "after"]
     assert dict(measurable)["glibc"] == ""
-    reasons = {r["allocator"]: r["reason"] for r in skipped}
+    reasons = {r.allocator: r.reason for r in skipped}
     assert set(reasons) == {"tlmalloc-lock", "jemalloc", "musl"}
     assert reasons["jemalloc"] == "allocator missing"
     assert "ts_ API" in reasons["tlmalloc-lock"]
-    assert all(not r["measured"] for r in skipped)
+    assert all(not r.measured for r in skipped)
 
 
 def test_missing_valgrind(tmp_path, monkeypatch):
     monkeypatch.setattr(fastpath.shutil, "which", lambda name: None)
-    result = fastpath.run_pass(allocators(tmp_path), str(tmp_path), 5,
+    result = fastpath.run_pass(allocators(tmp_path), tmp_path, 5,
                                lambda text: None)
-    assert not result["available"] and result["rows"] == []
-    assert "valgrind is not installed" in result["note"]
+    assert not result.available and result.rows == []
+    assert "valgrind is not installed" in result.note
     data = synthetic()
-    data["fastpath"] = result
+    data.fastpath = result
     text = build_report(data)
     assert ("## Fast path: instructions per malloc+free pair (callgrind)\n\n"
             "Not measured: valgrind is not installed") in text
@@ -127,10 +130,10 @@ def test_missing_valgrind(tmp_path, monkeypatch):
 
 def test_missing_binary(tmp_path, monkeypatch):
     monkeypatch.setattr(fastpath.shutil, "which", lambda name: "/bin/" + name)
-    result = fastpath.run_pass(allocators(tmp_path), str(tmp_path), 5,
+    result = fastpath.run_pass(allocators(tmp_path), tmp_path, 5,
                                lambda text: None)
-    assert not result["available"]
-    assert result["note"] == "%s is not built" % (tmp_path / "fastpath")
+    assert not result.available
+    assert result.note == "%s is not built" % (tmp_path / "fastpath")
 
 
 # prints like bench/fastpath.sh: "broken" fails, "hangs" never answers
@@ -159,64 +162,64 @@ def fake_pass(tmp_path, monkeypatch, allocs):
     binary = tmp_path / "fastpath"
     binary.write_text("")
     binary.chmod(0o755)
-    monkeypatch.setattr(fastpath, "SCRIPT", str(script))
+    monkeypatch.setattr(fastpath, "SCRIPT", script)
     monkeypatch.setattr(fastpath.shutil, "which", lambda name: "/bin/" + name)
     notes = []
-    result = fastpath.run_pass(allocs, str(tmp_path), 3, notes.append)
+    result = fastpath.run_pass(allocs, tmp_path, 3, notes.append)
     return result, notes
 
 
 def test_pass_with_a_failure_and_a_hang(tmp_path, monkeypatch):
     result, notes = fake_pass(tmp_path, monkeypatch, allocators(tmp_path))
-    assert result["available"] and result["pairs"] == [10, 20]
-    rows = {(r["allocator"], r["mix"]): r for r in result["rows"]}
-    assert rows[("tlmalloc", "fixed")]["instructions_per_pair"] == 36.1
-    assert rows[("glibc", "mix")]["instructions_per_pair"] == 143.0
-    assert rows[("(loop)", "fixed")]["instructions_per_pair"] == 11.0
+    assert result.available and result.pairs == (10, 20)
+    rows = {(r.allocator, r.mix.value): r for r in result.rows}
+    assert rows[("tlmalloc", "fixed")].instructions_per_pair == 36.1
+    assert rows[("glibc", "mix")].instructions_per_pair == 143.0
+    assert rows[("(loop)", "fixed")].instructions_per_pair == 11.0
     broken = rows[("broken", "mix")]
-    assert broken["measured"] and not broken["ok"]
+    assert broken.measured and not broken.ok
     hangs = rows[("hangs", "fixed")]
-    assert hangs["measured"] and not hangs["ok"]
-    assert hangs["reason"] == "timed out after 3 s"
+    assert hangs.measured and not hangs.ok
+    assert hangs.reason == "timed out after 3 s"
     # the script ran again for the allocator after the one that hung
-    assert rows[("after", "mix")]["instructions_per_pair"] == 39.4
-    assert not rows[("musl", "fixed")]["measured"]
+    assert rows[("after", "mix")].instructions_per_pair == 39.4
+    assert not rows[("musl", "fixed")].measured
     assert any(n.startswith("[fastpath 1/") and "glibc" in n for n in notes)
     assert "[fastpath] hangs: FAILED (timed out after 3 s)" in notes
-    assert "broken=" in result["command"]
+    assert "broken=" in result.command
 
 
 def test_pass_keeps_glibc_only_when_chosen(tmp_path, monkeypatch):
     lib = tmp_path / "lib.so"
     lib.write_text("")
     result, _ = fake_pass(tmp_path, monkeypatch,
-                          [Allocator("tlmalloc", "preload", str(lib))])
-    assert {r["allocator"] for r in result["rows"]} == {"tlmalloc", "(loop)"}
+                          [Allocator("tlmalloc", Kind.PRELOAD, str(lib))])
+    assert {r.allocator for r in result.rows} == {"tlmalloc", "(loop)"}
 
 
 def fastpath_rows():
     rows = []
     for name, fixed, mix in (("tlmalloc", 36.1, 39.4), ("glibc", 140.0, 143.0),
                              ("tcmalloc", 78.0, 81.0), ("(loop)", 11.0, 14.0)):
-        rows += [fastpath.row(name, "fixed", fixed),
-                 fastpath.row(name, "mix", mix)]
+        rows += [FastpathRow(name, Mix.FIXED, fixed),
+                 FastpathRow(name, Mix.MIX, mix)]
     rows += fastpath.both_mixes("tlmalloc-lock", ok=False, measured=False,
-                                reason=fastpath.OTHER_KINDS["ts"])
+                                reason=fastpath.OTHER_KINDS[Kind.TS])
     rows += fastpath.both_mixes("mimalloc", ok=False, measured=False,
                                 reason="allocator missing")
-    rows += [fastpath.row("musl", "fixed", ok=False, measured=False,
-                          reason=fastpath.OTHER_KINDS["musl"]),
-             fastpath.row("musl", "mix", ok=False, measured=False,
-                          reason=fastpath.OTHER_KINDS["musl"])]
+    rows += [FastpathRow("musl", Mix.FIXED, ok=False, measured=False,
+                         reason=fastpath.OTHER_KINDS[Kind.MUSL]),
+             FastpathRow("musl", Mix.MIX, ok=False, measured=False,
+                         reason=fastpath.OTHER_KINDS[Kind.MUSL])]
     return rows
 
 
 def with_fastpath(rows):
     data = synthetic()
-    data["fastpath"] = {"available": True, "note": "", "rows": rows,
-                        "pairs": [100000, 200000],
-                        "command": "bench/fastpath.sh -b build/bench/fastpath "
-                                   "tlmalloc=build/src/libtlmalloc.so"}
+    data.fastpath = FastpathPass(
+        True, "", rows, pairs=(100000, 200000),
+        command="bench/fastpath.sh -b build/bench/fastpath "
+                "tlmalloc=build/src/libtlmalloc.so")
     return data
 
 
@@ -258,13 +261,13 @@ def test_report_standing_and_budget():
     assert "tlmalloc 36.1 / 39.4 instructions per malloc+free pair" in standing
     assert "the budget is 40: **within**." in standing
     rows = fastpath_rows()
-    rows[1]["instructions_per_pair"] = 41.0
+    rows[1].instructions_per_pair = 41.0
     text = build_report(with_fastpath(rows))
     assert "the budget is 40: **over**." in text
     # the fast variant gets a sentence of its own
     assert "fast variant" not in text
-    rows += [fastpath.row("tlmalloc-fast", "fixed", 36.1),
-             fastpath.row("tlmalloc-fast", "mix", 39.4)]
+    rows += [FastpathRow("tlmalloc-fast", Mix.FIXED, 36.1),
+             FastpathRow("tlmalloc-fast", Mix.MIX, 39.4)]
     text = build_report(with_fastpath(rows))
     assert "tlmalloc 36.1 / 41.0 instructions" in text
     assert ("The fast variant (no checks of interior and double frees): "
@@ -275,14 +278,14 @@ def test_report_standing_and_budget():
 
 def test_report_failed_row():
     rows = fastpath_rows()
-    rows[4] = fastpath.row("tcmalloc", "fixed", ok=False,
-                           reason="timed out after 120 s")
+    rows[4] = FastpathRow("tcmalloc", Mix.FIXED, ok=False,
+                          reason="timed out after 120 s")
     text = build_report(with_fastpath(rows))
     assert row_of(section(text), "tcmalloc") == "| tcmalloc | FAILED | 81.0 |"
     failed = text.split("## Failed runs", 1)[1].split("\n## ", 1)[0]
     assert "| fastpath | 64 bytes | tcmalloc | 1 | timed out after 120 s |" \
         in failed
-    rows[0] = fastpath.row("tlmalloc", "fixed", ok=False, reason="crashed")
+    rows[0] = FastpathRow("tlmalloc", Mix.FIXED, ok=False, reason="crashed")
     text = build_report(with_fastpath(rows))
     assert "| fastpath | 64 bytes | FAILED |" in text
     assert "tlmalloc FAILED (see Failed runs)" in text
@@ -290,24 +293,23 @@ def test_report_failed_row():
 
 def test_report_switched_off():
     data = synthetic()
-    data["fastpath"] = {"available": False, "note": "--no-fastpath given",
-                        "rows": []}
+    data.fastpath = FastpathPass(False, "--no-fastpath given")
     text = build_report(data)
     assert "Not measured: --no-fastpath given." in section(text)
     # an old results set without the pass
-    del data["fastpath"]
-    assert "Not measured: not run." in section(build_report(data))
+    old = Results.from_json(synthetic_json())
+    assert "Not measured: not run." in section(build_report(old))
 
 
 def test_csv_round_trip_and_report_only(tmp_path):
     rows = fastpath_rows()
-    path = str(tmp_path / "fastpath.csv")
+    path = tmp_path / "fastpath.csv"
     results.write_fastpath_csv(path, rows)
     assert results.read_fastpath_csv(path) == rows
     data = with_fastpath(rows)
-    results.write_json(str(tmp_path / "runs.json"), data)
+    results.write_json(tmp_path / "runs.json", data)
     # the CSV is what --report-only draws from: change a figure there
-    rows[0]["instructions_per_pair"] = 30.5
+    rows[0].instructions_per_pair = 30.5
     results.write_fastpath_csv(path, rows)
     assert cli.main(["--report-only", str(tmp_path), "--no-plots"]) == 0
     text = open(str(tmp_path / "report.md")).read()
@@ -317,9 +319,8 @@ def test_csv_round_trip_and_report_only(tmp_path):
 
 
 def real_binary():
-    build = os.environ.get("TLMALLOC_BUILD_DIR") or os.path.join(
-        fastpath.REPO, "build")
-    return os.path.join(build, "bench", "fastpath")
+    build = os.environ.get("TLMALLOC_BUILD_DIR") or fastpath.REPO / "build"
+    return Path(build, "bench", "fastpath")
 
 
 @pytest.mark.skipif(not shutil.which("valgrind"), reason="no valgrind")
@@ -327,15 +328,15 @@ def test_real_pass_on_glibc():
     binary = real_binary()
     if not os.access(binary, os.X_OK):
         pytest.skip("%s is not built" % binary)
-    result = fastpath.run_pass([Allocator("glibc", "system")],
-                               os.path.dirname(binary), 120,
+    result = fastpath.run_pass([Allocator("glibc", Kind.SYSTEM)],
+                               binary.parent, 120,
                                lambda text: None, short=2000, long=4000)
-    assert result["available"], result["note"]
-    rows = {(r["allocator"], r["mix"]): r for r in result["rows"]}
+    assert result.available, result.note
+    rows = {(r.allocator, r.mix.value): r for r in result.rows}
     assert set(rows) == {(a, m) for a in ("glibc", "(loop)")
                          for m in ("fixed", "mix")}
-    assert all(r["ok"] for r in rows.values()), rows
+    assert all(r.ok for r in rows.values()), rows
     for mix in ("fixed", "mix"):
-        loop = rows[("(loop)", mix)]["instructions_per_pair"]
-        assert 0 < loop < rows[("glibc", mix)]["instructions_per_pair"]
-    assert result["pairs"] == [2000, 4000]
+        loop = rows[("(loop)", mix)].instructions_per_pair
+        assert 0 < loop < rows[("glibc", mix)].instructions_per_pair
+    assert result.pairs == (2000, 4000)

@@ -87,14 +87,14 @@ def test_strace_counts_with_errors():
 
 def test_strace_summary_columns():
     summary = strace_summary(parse_strace(STRACE_GLIBC))
-    assert summary["futex_calls"] == 53653
-    assert summary["futex_errors"] == 14030
-    assert summary["mmap"] == 5763
-    assert summary["munmap"] == 3000
-    assert summary["madvise"] == 3000
-    assert summary["brk"] == 3
-    assert summary["mremap"] == 0
-    assert summary["total_calls"] == 65453
+    assert summary.futex_calls == 53653
+    assert summary.futex_errors == 14030
+    assert summary.mmap == 5763
+    assert summary.munmap == 3000
+    assert summary.madvise == 3000
+    assert summary.brk == 3
+    assert summary.mremap == 0
+    assert summary.total_calls == 65453
 
 
 def test_strace_tables_are_summed():
@@ -106,4 +106,4 @@ def test_strace_tables_are_summed():
 
 def test_strace_empty_output():
     summary = strace_summary(parse_strace(""))
-    assert summary["futex_calls"] == 0 and summary["total_calls"] == 0
+    assert summary.futex_calls == 0 and summary.total_calls == 0

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from bench.harness import cli, programs
-from bench.harness.allocators import Allocator
+from bench.harness.allocators import Allocator, Kind
 from bench.harness.runner import run_measured
 
 from test_end_to_end import make_tree
@@ -35,7 +35,7 @@ def test_name_before_the_command():
     assert prog.name == "three" and prog.named
     assert prog.argv == ["sh", "-c", "exit 3"]
     assert prog.executable and not prog.error
-    assert prog.to_dict()["title"] == "three"
+    assert prog.title == "three"
 
 
 def test_automatic_names_stay_apart():
@@ -80,16 +80,16 @@ def test_option_is_repeatable_and_leaves_the_suite_out():
 
 def test_which_allocators_apply():
     [prog] = programs.parse_programs(["true"])
-    assert programs.command_for(prog, Allocator("glibc", "system")) == \
+    assert programs.command_for(prog, Allocator("glibc", Kind.SYSTEM)) == \
         (["true"], {})
     assert programs.command_for(
-        prog, Allocator("x", "preload", "/l/x.so")) == \
+        prog, Allocator("x", Kind.PRELOAD, "/l/x.so")) == \
         (["true"], {"LD_PRELOAD": "/l/x.so"})
-    for kind in ("ts", "musl"):
+    for kind in (Kind.TS, Kind.MUSL):
         with pytest.raises(programs.NotApplicable, match="not applicable"):
-            programs.command_for(prog, Allocator(kind, kind))
+            programs.command_for(prog, Allocator(kind.value, kind))
     with pytest.raises(programs.Missing, match="allocator missing: gone"):
-        programs.command_for(prog, Allocator("y", "preload", "", False,
+        programs.command_for(prog, Allocator("y", Kind.PRELOAD, "", False,
                                              "gone"))
 
 

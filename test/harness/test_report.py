@@ -2,22 +2,23 @@
 import re
 
 from bench.harness import classic
+from bench.harness.records import Results
 from bench.harness.report import build_report
 from bench.harness.stats import summarize
 
 ALLOCS = [
-    {"name": "tlmalloc", "found": True, "path": "/b/libtlmalloc.so",
+    {"name": "tlmalloc", "kind": "preload", "found": True, "path": "/b/libtlmalloc.so",
      "note": "", "package": "", "version": "0.1.0"},
-    {"name": "tlmalloc-lock", "found": True, "path": "", "note": "",
+    {"name": "tlmalloc-lock", "kind": "ts", "found": True, "path": "", "note": "",
      "package": "", "version": ""},
-    {"name": "glibc", "found": True, "path": "", "note": "",
+    {"name": "glibc", "kind": "system", "found": True, "path": "", "note": "",
      "package": "", "version": "glibc 2.36"},
-    {"name": "tcmalloc", "found": True, "path": "/l/libtcmalloc.so",
+    {"name": "tcmalloc", "kind": "preload", "found": True, "path": "/l/libtcmalloc.so",
      "note": "", "package": "libtcmalloc-minimal4", "version": "2.10"},
-    {"name": "mimalloc", "found": False, "path": "",
+    {"name": "mimalloc", "kind": "preload", "found": False, "path": "",
      "note": "not found (libmimalloc.so.2)", "package": "libmimalloc2.0",
      "version": ""},
-    {"name": "musl", "found": True, "path": "", "note": "", "package": "",
+    {"name": "musl", "kind": "musl", "found": True, "path": "", "note": "", "package": "",
      "version": ""},
 ]
 
@@ -40,7 +41,14 @@ def runs_of(workload, point, alloc, walls, rss=1024, ok=True, **metrics):
             for i, w in enumerate(walls)]
 
 
-def synthetic(tc_loop=0.5, tc_prod=3.0, lock_times=(1.0, 2.0, 4.0, 8.0)):
+def synthetic(**figures):
+    """The results set of synthetic_json(**figures)."""
+    return Results.from_json(synthetic_json(**figures))
+
+
+def synthetic_json(tc_loop=0.5, tc_prod=3.0,
+                   lock_times=(1.0, 2.0, 4.0, 8.0)):
+    """A results set as runs.json holds it (without a fast-path pass)."""
     runs = []
     runs += runs_of("loop", "32 threads", "glibc", [2.0, 2.2, 1.8], 4096)
     runs += runs_of("loop", "32 threads", "tlmalloc", [0.4, 0.41, 0.39], 2048)
@@ -61,10 +69,12 @@ def synthetic(tc_loop=0.5, tc_prod=3.0, lock_times=(1.0, 2.0, 4.0, 8.0)):
     strace_rows = [
         {"workload": "prodcons", "allocator": "glibc", "ok": True,
          "futex_calls": 53653, "futex_errors": 14030, "mmap": 10,
-         "munmap": 2, "madvise": 0, "brk": 3, "mremap": 0},
+         "munmap": 2, "madvise": 0, "brk": 3, "mremap": 0,
+         "total_calls": 80000},
         {"workload": "prodcons", "allocator": "tcmalloc", "ok": True,
          "futex_calls": 185731, "futex_errors": 45222, "mmap": 40,
-         "munmap": 0, "madvise": 7, "brk": 1, "mremap": 0},
+         "munmap": 0, "madvise": 7, "brk": 1, "mremap": 0,
+         "total_calls": 240000},
         {"workload": "loop", "allocator": "musl", "ok": False,
          "reason": "exit status 1"},
     ]
@@ -136,7 +146,7 @@ def test_missing_and_failed_are_listed():
 
 def test_interrupted_run_says_so():
     data = synthetic()
-    data["interrupted"] = True
+    data.interrupted = True
     assert "**interrupted**: these are partial results" in build_report(data)
 
 
@@ -158,9 +168,9 @@ def test_standing_of_tlmalloc():
 
 
 def verdicts(data):
-    cells = summarize(data["runs"])
+    cells = summarize(data.runs)
     return {o.claim: o for o in classic.observations(
-        cells, data["strace"]["rows"])}
+        cells, data.strace.rows)}
 
 
 def test_classic_observations_hold_when_the_data_says_so():
@@ -173,7 +183,7 @@ def test_classic_observations_hold_when_the_data_says_so():
 
 def test_classic_observations_fail_when_the_data_says_so():
     data = synthetic(tc_loop=4.0, tc_prod=1.02, lock_times=(1, 1, 1, 1))
-    data["strace"]["rows"][1]["futex_calls"] = 10
+    data.strace.rows[1].calls.futex_calls = 10
     obs = list(verdicts(data).values())
     assert obs[0].verdict == "does not hold (reversed)"
     assert "2.00x slower" in obs[0].here
@@ -185,7 +195,7 @@ def test_classic_observations_fail_when_the_data_says_so():
 
 def test_classic_not_measured_without_tcmalloc():
     data = synthetic()
-    data["runs"] = [r for r in data["runs"] if r["allocator"] != "tcmalloc"]
+    data.runs = [r for r in data.runs if r.allocator != "tcmalloc"]
     text = build_report(data)
     assert "| not measured |" in text
     assert "4 of the 4 observations that could be measured" in text
@@ -194,19 +204,19 @@ def test_classic_not_measured_without_tcmalloc():
 def test_plots_skipped_without_matplotlib(tmp_path, monkeypatch):
     from bench.harness import plots
     monkeypatch.setattr(plots, "load_matplotlib", lambda: None)
-    result = plots.make_plots(synthetic(), str(tmp_path))
-    assert not result["available"] and "matplotlib" in result["note"]
-    assert result["files"] == {}
+    result = plots.make_plots(synthetic(), tmp_path)
+    assert not result.available and "matplotlib" in result.note
+    assert result.files == {}
 
 
 def test_plots_drawn_from_synthetic_results(tmp_path):
     import pytest
     pytest.importorskip("matplotlib")
     from bench.harness import plots
-    result = plots.make_plots(synthetic(), str(tmp_path))
-    assert result["available"]
-    assert sorted(result["files"]) == ["loop", "prodcons", "scaling"]
-    for files in result["files"].values():
+    result = plots.make_plots(synthetic(), tmp_path)
+    assert result.available
+    assert sorted(result.files) == ["loop", "prodcons", "scaling"]
+    for files in result.files.values():
         assert {f.rsplit(".", 1)[1] for f in files} == {"png", "svg"}
         for rel in files:
             assert (tmp_path / rel).stat().st_size > 1000

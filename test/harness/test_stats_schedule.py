@@ -3,17 +3,17 @@ import io
 
 import pytest
 
+from bench.harness.records import Run
 from bench.harness.schedule import (Cell, Estimator, Progress,
                                     format_duration, interleave)
 from bench.harness.stats import median, summarize
 
 
 def run(alloc, wall, ok=True, rep=0, **metrics):
-    return {"workload": "loop", "point": "32 threads", "allocator": alloc,
-            "rep": rep, "ok": ok, "reason": "" if ok else "exit status 1",
-            "wall": wall, "user": wall * 2, "sys": 0.01,
-            "maxrss_kb": 1000 + wall, "metrics": metrics,
-            "units": {k: "s" for k in metrics}}
+    return Run("loop", "32 threads", alloc, rep=rep, ok=ok,
+               reason="" if ok else "exit status 1", wall=wall,
+               user=wall * 2, sys=0.01, maxrss_kb=1000 + wall,
+               metrics=metrics, units={k: "s" for k in metrics})
 
 
 def test_median_odd_even():
