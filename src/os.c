@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -19,6 +18,16 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
+
+/*
+ * The futex operations, as the kernel's ABI numbers them: <linux/futex.h>
+ * comes with the kernel's headers, which a C library other than glibc
+ * (musl-gcc) does not put on its include path.
+ */
+#ifndef FUTEX_WAIT_PRIVATE
+#define FUTEX_WAIT_PRIVATE 128	/* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
+#define FUTEX_WAKE_PRIVATE 129	/* FUTEX_WAKE | FUTEX_PRIVATE_FLAG */
+#endif
 
 size_t tl_os_page_size(void)
 {
