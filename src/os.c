@@ -39,6 +39,14 @@ size_t tl_os_page_size(void)
 	return page_size;
 }
 
+/* Fatal unless [addr, addr + size) is whole OS pages (os.h). */
+static void check_pages(const char *call, const void *addr, size_t size)
+{
+	size_t mask = tl_os_page_size() - 1;
+	if (tl_unlikely((((uintptr_t)addr | size) & mask) != 0))
+		tl_fatal(call, addr, "not whole OS pages");
+}
+
 static void *map_raw(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -108,6 +116,7 @@ out:
 void tl_os_unmap(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("munmap", addr, size);
 	munmap(addr, size);
 	errno = saved;
 }
@@ -115,6 +124,7 @@ void tl_os_unmap(void *addr, size_t size)
 void tl_os_purge(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("madvise", addr, size);
 	madvise(addr, size, MADV_DONTNEED);
 	errno = saved;
 }
@@ -122,6 +132,8 @@ void tl_os_purge(void *addr, size_t size)
 bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size)
 {
 	int saved = errno;
+	check_pages("mremap", addr, old_size);
+	check_pages("mremap", addr, new_size);
 	void *p = mremap(addr, old_size, new_size, 0);
 	errno = saved;
 	return p == addr;
@@ -131,6 +143,8 @@ void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size)
 {
 	int saved = errno;
 	void *result = NULL;
+	check_pages("mremap", addr, old_size);
+	check_pages("mremap", addr, new_size);
 	if (tl_unlikely(tl_option_fault_map_now())) {
 		report_map_failure(new_size);
 		goto out;
@@ -167,6 +181,8 @@ out:
 bool tl_os_move_pages(void *from, size_t size, void *to)
 {
 	int saved = errno;
+	check_pages("mremap", from, size);
+	check_pages("mremap", to, size);
 	void *moved = mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
 			     to);
 	errno = saved;
@@ -255,6 +271,7 @@ void tl_os_random(void *buf, size_t len)
 bool tl_os_guard(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("mprotect", addr, size);
 	int r = mprotect(addr, size, PROT_NONE);
 	errno = saved;
 	return r == 0;
@@ -263,6 +280,7 @@ bool tl_os_guard(void *addr, size_t size)
 bool tl_os_unguard(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("mprotect", addr, size);
 	int r = mprotect(addr, size, PROT_READ | PROT_WRITE);
 	errno = saved;
 	return r == 0;

@@ -5,6 +5,10 @@
  *
  * A program with child cases has two tables, cases and children (both
  * named after the parent case), and ends main with child_main().
+ *
+ * Under a cross build's emulator (cmake/qemu-run.sh) the program is the
+ * target's, which this machine cannot exec: the child runs under the
+ * emulator named by TL_TEST_EMULATOR.
  */
 #ifndef TL_TEST_CHILD_H
 #define TL_TEST_CHILD_H
@@ -58,7 +62,13 @@ static inline int child_run(const char *name, const char *env, char *out,
 		close(pe[0]);
 		if (env != NULL)
 			putenv((char *)env);
-		execl(child_self, child_self, name, "child", (char *)NULL);
+		const char *emulator = getenv("TL_TEST_EMULATOR");
+		if (emulator != NULL)
+			execl(emulator, emulator, child_self, name, "child",
+			      (char *)NULL);
+		else
+			execl(child_self, child_self, name, "child",
+			      (char *)NULL);
 		_exit(127);
 	}
 	close(po[1]);

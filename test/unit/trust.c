@@ -46,6 +46,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#if !defined(__GLIBC__)
+int malloc_trim(size_t pad);	/* glibc's; musl does not declare it */
+#endif
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
