@@ -20,8 +20,10 @@
 # another release).
 set -u
 
-# clang (with its libFuzzer runtime, below) builds the fuzz harness.
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang"}
+# clang (with its libFuzzer runtime, below) builds the fuzz harness;
+# musl-tools builds and tests the musl variant, the aarch64 compilers and
+# qemu-user the arm64 one (scripts/test.sh, README "Platforms").
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ make pkg-config python3 strace valgrind musl-tools clang gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

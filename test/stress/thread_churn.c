@@ -108,8 +108,12 @@ static void dead_thread_memory_grows(void)
 {
 	unsigned long baseline = 0;
 	size_t k, j;
+	/* Under an emulator (../unit/child.h) a thread costs far more: as
+	 * many as under TSan, still three times the baseline's. */
+	size_t count = getenv("TL_TEST_EMULATOR") == NULL ? THREAD_COUNT
+							  : 3 * BASELINE_AT;
 
-	for (k = 0; k < THREAD_COUNT; k++) {
+	for (k = 0; k < count; k++) {
 		if (k % SAMPLE_EVERY == 0 && k > 0) {
 			for (j = k - WINDOW; j < k; j++)
 				join(j);
@@ -124,8 +128,8 @@ static void dead_thread_memory_grows(void)
 	for (j = 0; j < SLOTS; j++)
 		free_leftovers(&slot[j]);
 	check_held(k, BASELINE_AT, SLACK, &baseline);
-	printf("held %lu bytes after %d threads, %lu after %d\n", baseline,
-	       BASELINE_AT, get_data_segment_size(), THREAD_COUNT);
+	printf("held %lu bytes after %d threads, %lu after %zu\n", baseline,
+	       BASELINE_AT, get_data_segment_size(), count);
 }
 
 static const struct test_case tests[] = {
