@@ -50,18 +50,22 @@ if [ "${TLMALLOC_PLATFORMS:-1}" = 0 ]; then
 else
 	if platform musl musl-gcc ninja; then
 		echo "test: musl (build-musl)"
+		start=$SECONDS
 		cmake --preset musl >/dev/null
 		cmake --build --preset musl
 		ctest --test-dir build-musl --output-on-failure --timeout 600 \
 			-j2 || status=1
+		echo "test: musl: $((SECONDS - start)) s, build and tests"
 	fi
 	if platform aarch64 aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ \
 		qemu-aarch64 ninja; then
 		echo "test: aarch64 under qemu (build-aarch64, a subset)"
+		start=$SECONDS
 		cmake --preset aarch64 >/dev/null
 		cmake --build --preset aarch64
 		ctest --test-dir build-aarch64 --output-on-failure --timeout 600 \
 			-j2 -R "$aarch64_subset" || status=1
+		echo "test: aarch64: $((SECONDS - start)) s, build and tests"
 	fi
 fi
 exit $status

@@ -126,10 +126,10 @@ static void child(int round)
 	for (i = 0; i < THREADS; i++)
 		free_published(atomic_exchange(&shelf[i], NULL));
 	/* qemu-user (7.2) fails its own assertion on a thread started in the
-	 * child of a multi-threaded fork: under it (child.h), not tried, and
+	 * child of a multi-threaded fork: under it, not tried, and
 	 * the test runs with purge_delay 0, so no purger thread starts
 	 * (test/stress/CMakeLists.txt). */
-	if (getenv("TL_TEST_EMULATOR") == NULL) {
+	if (!test_emulated()) {
 		CHECK(pthread_create(&t, NULL, child_thread,
 				     (void *)(uintptr_t)i) == 0);
 		CHECK(pthread_join(t, NULL) == 0);
@@ -155,9 +155,9 @@ static void fork_child_deadlocks(void)
 	pthread_t t[THREADS];
 	int i;
 
-	/* Under an emulator (child.h) every emulated thread is far slower:
-	 * fewer forks, so the parent's alarm still means a deadlock. */
-	int forks = getenv("TL_TEST_EMULATOR") == NULL ? FORKS : FORKS / 8;
+	/* Under an emulator, fewer forks: the parent's alarm must still
+	 * mean a deadlock. */
+	int forks = test_emulated() ? FORKS / 8 : FORKS;
 
 	alarm(PARENT_SECONDS);
 	for (i = 0; i < THREADS; i++)

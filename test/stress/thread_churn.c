@@ -108,10 +108,9 @@ static void dead_thread_memory_grows(void)
 {
 	unsigned long baseline = 0;
 	size_t k, j;
-	/* Under an emulator (../unit/child.h) a thread costs far more: as
-	 * many as under TSan, still three times the baseline's. */
-	size_t count = getenv("TL_TEST_EMULATOR") == NULL ? THREAD_COUNT
-							  : 3 * BASELINE_AT;
+	/* Under an emulator, as many as under TSan: still three times the
+	 * baseline's. */
+	size_t count = test_emulated() ? 3 * BASELINE_AT : THREAD_COUNT;
 
 	for (k = 0; k < count; k++) {
 		if (k % SAMPLE_EVERY == 0 && k > 0) {
