@@ -23,8 +23,10 @@ set -u
 # clang (with its libFuzzer runtime, below) builds the fuzz harness;
 # binutils' nm and objdump count the fast paths' instructions (test/fastpath);
 # pprof (install_pprof) reads the heap profiler's dumps in the tests; mypy
-# checks the experiment harness's types (ctest harness.types).
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy"}
+# checks the experiment harness's types (ctest harness.types); musl-tools
+# builds and tests the musl variant, the aarch64 compilers and qemu-user
+# the arm64 one (scripts/test.sh, README "Platforms").
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

@@ -10,6 +10,8 @@
  * glibc's statistics calls (mallinfo2, mallinfo, malloc_stats,
  * malloc_info) report tl_stats_get's snapshot in glibc's terms: the arena
  * is what small and medium blocks hold, huge blocks are its "mmap" part.
+ * They exist only against glibc, whose <malloc.h> declares them (musl has
+ * none of them); every other name is built for every C library.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -165,6 +167,7 @@ int tl_trim(void)
 void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 void cfree(void *ptr);
+void *pvalloc(size_t size) TL_MALLOC_ATTR;
 int malloc_trim(size_t pad);
 
 TL_ALIAS(malloc, tl_malloc);
@@ -193,6 +196,7 @@ TL_API int malloc_trim(size_t pad)
 	return tl_trim();
 }
 
+#if defined(__GLIBC__)
 /* The arena: held and live bytes without the huge blocks (glibc's mmap). */
 static void arena_of(const struct tl_stats *st, size_t *held, size_t *live)
 {
@@ -317,4 +321,5 @@ TL_API int malloc_info(int options, FILE *fp)
 	fputs("</malloc>\n", fp);
 	return 0;
 }
-#endif
+#endif /* __GLIBC__ */
+#endif /* TL_NO_OVERRIDE */

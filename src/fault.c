@@ -8,8 +8,10 @@
  * the kernel places new mappings below the last, or an object loaded with
  * dlopen after start-up (segment.c shadows those loaded before).  The read
  * faults.  It is one instruction wherever free is inlined, whose address
- * is recorded in the section tl_free_probes, with p in rdi (fastpath.h,
- * tl_page_owner_probe).
+ * is recorded in the section tl_free_probes, with p in rdi on x86-64 and
+ * in x0 on arm64 (fastpath.h, tl_page_owner_probe).  Other machines have
+ * no probes: there such a free is the SIGSEGV it would be without
+ * tlmalloc's handler.
  *
  * At start-up (option catch_foreign, on by default) a SIGSEGV handler is
  * installed.  A fault at a probe is reported as any other foreign free,
@@ -47,12 +49,20 @@ static bool is_probe(uintptr_t pc)
 	return false;
 }
 
+/* The faulting instruction and the probe's register (internal.h). */
+#if defined(__x86_64__)
+#define TL_FAULT_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
+#define TL_FAULT_PTR(uc) ((void *)(uc)->uc_mcontext.gregs[REG_RDI])
+#else
+#define TL_FAULT_PC(uc) ((uintptr_t)(uc)->uc_mcontext.pc)
+#define TL_FAULT_PTR(uc) ((void *)(uc)->uc_mcontext.regs[0])
+#endif
+
 static void on_segv(int sig, siginfo_t *info, void *context)
 {
 	ucontext_t *uc = context;
-	if (is_probe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
-		tl_fatal("free", (void *)uc->uc_mcontext.gregs[REG_RDI],
-			 "not allocated by tlmalloc");
+	if (is_probe(TL_FAULT_PC(uc)))
+		tl_fatal("free", TL_FAULT_PTR(uc), "not allocated by tlmalloc");
 	if ((prev_action.sa_flags & SA_SIGINFO) &&
 	    prev_action.sa_sigaction != NULL) {
 		prev_action.sa_sigaction(sig, info, context);

@@ -41,6 +41,14 @@ size_t tl_os_page_size(void)
 	return page_size;
 }
 
+/* Fatal unless [addr, addr + size) is whole OS pages (os.h). */
+static void check_pages(const char *call, const void *addr, size_t size)
+{
+	size_t mask = tl_os_page_size() - 1;
+	if (tl_unlikely((((uintptr_t)addr | size) & mask) != 0))
+		tl_fatal(call, addr, "not whole OS pages");
+}
+
 static void *map_raw(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -110,6 +118,7 @@ out:
 void tl_os_unmap(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("munmap", addr, size);
 	munmap(addr, size);
 	errno = saved;
 }
@@ -117,6 +126,7 @@ void tl_os_unmap(void *addr, size_t size)
 void tl_os_purge(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("madvise", addr, size);
 	madvise(addr, size, MADV_DONTNEED);
 	errno = saved;
 }
@@ -124,6 +134,8 @@ void tl_os_purge(void *addr, size_t size)
 bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size)
 {
 	int saved = errno;
+	check_pages("mremap", addr, old_size);
+	check_pages("mremap", addr, new_size);
 	void *p = mremap(addr, old_size, new_size, 0);
 	errno = saved;
 	return p == addr;
@@ -133,6 +145,8 @@ void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size)
 {
 	int saved = errno;
 	void *result = NULL;
+	check_pages("mremap", addr, old_size);
+	check_pages("mremap", addr, new_size);
 	if (tl_unlikely(tl_option_fault_map_now())) {
 		report_map_failure(new_size);
 		goto out;
@@ -173,16 +187,6 @@ out:
  * halves, down to single mappings, and a half that moved goes back if the
  * other half cannot, so a refusal leaves the source where it was.
  */
-/* A move half done that cannot be undone: the block would be lost. */
-static void move_failed(const char *what)
-{
-	static const char head[] = "tlmalloc: mremap: ";
-	tl_os_write_stderr(head, sizeof(head) - 1);
-	tl_os_write_stderr(what, strlen(what));
-	tl_os_write_stderr("; aborting\n", 11);
-	abort();
-}
-
 static bool move_range(uint8_t *from, size_t size, uint8_t *to, size_t page)
 {
 	if (mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) ==
@@ -195,20 +199,23 @@ static bool move_range(uint8_t *from, size_t size, uint8_t *to, size_t page)
 		return false;
 	if (move_range(from + half, size - half, to + half, page))
 		return true;
-	if (!move_range(to, half, from, page))
-		move_failed("could not move pages back");
+	if (!move_range(to, half, from, page))	/* the block would be lost */
+		tl_fatal("mremap", from, "could not move pages back");
 	return false;
 }
 
 bool tl_os_move_pages(void *from, size_t size, void *to)
 {
 	int saved = errno;
+	check_pages("mremap", from, size);
+	check_pages("mremap", to, size);
 	bool moved = move_range(from, size, to, tl_os_page_size());
 	/* A refused mremap may have unmapped some of the pages it was to
 	 * replace: fresh ones take their place. */
 	if (!moved && mmap(to, size, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != to)
-		move_failed("could not map fresh pages after a refused move");
+		tl_fatal("mremap", to, "could not map fresh pages after a "
+				       "refused move");
 	errno = saved;
 	return moved;
 }
@@ -295,6 +302,7 @@ void tl_os_random(void *buf, size_t len)
 bool tl_os_guard(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("mprotect", addr, size);
 	int r = mprotect(addr, size, PROT_NONE);
 	errno = saved;
 	return r == 0;
@@ -303,6 +311,7 @@ bool tl_os_guard(void *addr, size_t size)
 bool tl_os_unguard(void *addr, size_t size)
 {
 	int saved = errno;
+	check_pages("mprotect", addr, size);
 	int r = mprotect(addr, size, PROT_READ | PROT_WRITE);
 	errno = saved;
 	return r == 0;

@@ -15,7 +15,8 @@
  * a block on two lists or past the carved part: a list is detached from
  * its old place before it is linked into its new one, and capacity grows
  * before fresh blocks are linked.  tl_fork_order() keeps the compiler from
- * moving the stores across.
+ * moving the stores across, and on arm64 the CPU from making them visible
+ * out of that order.
  *
  * Every link stored in a block goes through tl_link_encode/tl_link_decode
  * (internal.h), and every free block carries its free mark (fresh ones

@@ -52,7 +52,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#ifndef TL_HAVE_UNWIND
+#define TL_HAVE_UNWIND 1
+#endif
+#if TL_HAVE_UNWIND
 #include <unwind.h>
+#endif
 
 #include "tlmalloc.h"
 #include "tlmalloc/fastpath.h"
@@ -418,6 +423,12 @@ static bool setup_locked(void)
 		return prof.stacks != NULL;
 	prof.setup = true;
 	prof.pid = tl_os_getpid();
+	if (!TL_HAVE_UNWIND) {
+		warn("heap profile: ", "this build has no stack unwinder "
+		     "(libgcc's _Unwind_Backtrace did not link)", "",
+		     "; heap profiling off");
+		goto off;
+	}
 	if (prof.path[0] == '\0')
 		read_path();
 	if (!path_writable())
@@ -520,6 +531,10 @@ void tl_profile_heap_detach(tl_heap *heap)
 
 /* ---- stacks ---- */
 
+static void *sample(size_t size, double s, struct tl_profile_heap *ph);
+static unsigned capture(uintptr_t *pc);
+
+#if TL_HAVE_UNWIND
 struct unwind_state {
 	uintptr_t *pc;
 	unsigned depth;
@@ -532,9 +547,6 @@ void *_Znam(size_t n);
 void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag);
 void *_ZnamRKSt9nothrow_t(size_t n, const void *tag);
 #endif
-
-static void *sample(size_t size, double s, struct tl_profile_heap *ph);
-static unsigned capture(uintptr_t *pc);
 
 /* Whether a frame's function is tlmalloc's, on the way from the caller's
  * allocation to here: those frames are left out of the stack. */
@@ -584,6 +596,14 @@ static TL_NOINLINE unsigned capture(uintptr_t *pc)
 	_Unwind_Backtrace(unwind_one, &st);
 	return st.depth;
 }
+#else
+/* No unwinder in this build: setup_locked keeps profiling off. */
+static TL_NOINLINE unsigned capture(uintptr_t *pc)
+{
+	pc[0] = 0;
+	return 0;
+}
+#endif
 
 static uint64_t stack_hash(const uintptr_t *pc, unsigned depth)
 {

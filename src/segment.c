@@ -87,15 +87,18 @@ static void set_followers(tl_segment *seg)
 }
 
 #if TL_SECURE
-/* Guard the header's unused tail (up to the first page) and the
- * segment's last OS page; false if the OS refuses. */
+/* Guard the header's unused tail (up to the first page; none with OS
+ * pages of 64 KiB, where the header fills its page) and the segment's
+ * last OS page; false if the OS refuses. */
 static bool guard_segment(tl_segment *seg)
 {
 	size_t ps = tl_os_page_size();
 	size_t header = (sizeof(tl_segment) + ps - 1) & ~(ps - 1);
 	uint8_t *base = (uint8_t *)seg;
-	return tl_os_guard(base + header, TL_SEGMENT_HEADER - header) &&
-	       tl_os_guard(base + TL_SEGMENT_SIZE - ps, ps);
+	if (header < TL_SEGMENT_HEADER &&
+	    !tl_os_guard(base + header, TL_SEGMENT_HEADER - header))
+		return false;
+	return tl_os_guard(base + TL_SEGMENT_SIZE - ps, ps);
 }
 #endif
 

@@ -50,11 +50,13 @@ static inline uintptr_t tl_page_owner_fast(const tl_page *page)
  * Free's first read at a pointer's would-be descriptor, the owner word, is
  * a probe: the instruction's address goes into the section tl_free_probes
  * (as an offset from the entry, so the section needs no relocation) and
- * the pointer is in rdi while it runs.  A fault there is a free of a
- * pointer whose 4 MiB-aligned base is unmapped, which fault.c reports.
- * x86-64 only; elsewhere, and under ThreadSanitizer, the read is plain.
+ * the pointer is in a fixed register while it runs (rdi on x86-64, x0 on
+ * arm64).  A fault there is a free of a pointer whose 4 MiB-aligned base
+ * is unmapped, which fault.c reports.  On other machines, and under
+ * ThreadSanitizer, the read is plain and such a free is a SIGSEGV.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
+	!defined(__SANITIZE_THREAD__)
 #define TL_FREE_PROBES 1
 #define TL_FREE_PROBE_RECORD \
 		".pushsection tl_free_probes,\"a\"\n\t" \
@@ -68,13 +70,23 @@ static inline uintptr_t tl_page_owner_fast(const tl_page *page)
 /* page's owner word, read as free's probe of p (see above). */
 static inline uintptr_t tl_page_owner_probe(const tl_page *page, const void *p)
 {
-#if TL_FREE_PROBES
+#if TL_FREE_PROBES && defined(__x86_64__)
 	uintptr_t owner;
 	__asm__("1:\n\t"
 		"mov %1, %0\n\t"
 		TL_FREE_PROBE_RECORD
 		: "=r"(owner)
 		: "m"(*(const uintptr_t *)&page->owner), "D"(p));
+	return owner;
+#elif TL_FREE_PROBES
+	/* arm64: the same load, with p held in x0. */
+	uintptr_t owner;
+	register const void *x0 __asm__("x0") = p;
+	__asm__("1:\n\t"
+		"ldr %0, %1\n\t"
+		TL_FREE_PROBE_RECORD
+		: "=r"(owner)
+		: "m"(*(const uintptr_t *)&page->owner), "r"(x0));
 	return owner;
 #else
 	(void)p;

@@ -691,13 +691,23 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 /* ---- ordering and the thread pointer ---- */
 
 /*
- * No code: the stores before it stay before the stores after it, so an
- * update cut by a fork in another thread leaves no block on two lists
- * (page.c explains; the child counts such pages, pool.c "orphaned").
+ * The stores before it stay before the stores after it, as a forked child
+ * sees them, so an update cut by a fork in another thread leaves no block
+ * on two lists (page.c explains; the child counts such pages, pool.c
+ * "orphaned").  The child sees what the thread's stores had reached when
+ * its pages were shared: x86-64 makes them visible in program order, so
+ * only the compiler must keep it (no code); arm64 may not, so a
+ * store-store barrier (dmb ishst) keeps it there.
  */
 static inline void tl_fork_order(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
 	__asm__ volatile("" ::: "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("dmb ishst" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
 }
 
 /* The thread pointer: the calling thread's heap id. */

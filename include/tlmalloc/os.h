@@ -13,7 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The OS page size (4 KiB on x86-64), read once. */
+/*
+ * The OS page size, read once: 4 KiB on x86-64; 4, 16 or 64 KiB on arm64.
+ * Nothing above this layer assumes one: every range given to unmap, purge,
+ * remap, move or guard is whole OS pages, which these functions check (a
+ * range that is not is tlmalloc's bug, a tl_fatal: the kernel would round
+ * a purge's length up, over the next page's live blocks).
+ */
 size_t tl_os_page_size(void);
 
 /*

@@ -125,9 +125,15 @@ static void child(int round)
 		free_published(make_published(&rng));
 	for (i = 0; i < THREADS; i++)
 		free_published(atomic_exchange(&shelf[i], NULL));
-	CHECK(pthread_create(&t, NULL, child_thread, (void *)(uintptr_t)i) ==
-	      0);
-	CHECK(pthread_join(t, NULL) == 0);
+	/* qemu-user (7.2) fails its own assertion on a thread started in the
+	 * child of a multi-threaded fork: under it, not tried, and
+	 * the test runs with purge_delay 0, so no purger thread starts
+	 * (test/stress/CMakeLists.txt). */
+	if (!test_emulated()) {
+		CHECK(pthread_create(&t, NULL, child_thread,
+				     (void *)(uintptr_t)i) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+	}
 	exit(0);
 }
 
@@ -149,11 +155,15 @@ static void fork_child_deadlocks(void)
 	pthread_t t[THREADS];
 	int i;
 
+	/* Under an emulator, fewer forks: the parent's alarm must still
+	 * mean a deadlock. */
+	int forks = test_emulated() ? FORKS / 8 : FORKS;
+
 	alarm(PARENT_SECONDS);
 	for (i = 0; i < THREADS; i++)
 		CHECK(pthread_create(&t[i], NULL, allocator,
 				     (void *)(uintptr_t)i) == 0);
-	for (i = 0; i < FORKS; i++) {
+	for (i = 0; i < forks; i++) {
 		pid_t pid;
 
 		usleep(5000);

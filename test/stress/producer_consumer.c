@@ -77,18 +77,21 @@ static void *pop(struct ring *r)
 	return p;
 }
 
+/* Items a phase: ITEMS, or under an emulator as many as under TSan. */
+static size_t items = ITEMS;
+
 static void *producer(void *arg)
 {
 	struct ring *r = arg;
 	size_t j, phase;
 
 	for (phase = 0; phase < PHASES; phase++) {
-		for (j = 0; j < ITEMS; j++) {
+		for (j = 0; j < items; j++) {
 			size_t n = item_size(j);
 			void *p = T_MALLOC(n);
 
 			CHECKF(p != NULL, "size %zu", n);
-			pattern_fill(p, n, j + phase * ITEMS);
+			pattern_fill(p, n, j + phase * items);
 			push(r, p);
 		}
 		barrier_wait();
@@ -103,11 +106,11 @@ static void *consumer(void *arg)
 	size_t j, phase;
 
 	for (phase = 0; phase < PHASES; phase++) {
-		for (j = 0; j < ITEMS; j++) {
+		for (j = 0; j < items; j++) {
 			size_t n = item_size(j);
 			void *p = pop(r);
 
-			CHECKF(pattern_find_damage(p, n, j + phase * ITEMS) ==
+			CHECKF(pattern_find_damage(p, n, j + phase * items) ==
 			       n, "item %zu of phase %zu (size %zu) damaged",
 			       j, phase, n);
 			if (j & 1)
@@ -127,6 +130,8 @@ static void cross_thread_free_blowup(void)
 	unsigned long first = 0, held;
 	int i, phase;
 
+	if (test_emulated())
+		items = ITEMS / 10;
 	CHECK(pthread_barrier_init(&phase_end, NULL, 2 * PAIRS + 1) == 0);
 	for (i = 0; i < PAIRS; i++) {
 		CHECK(pthread_create(&t[2 * i], NULL, producer,

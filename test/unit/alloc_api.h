@@ -7,8 +7,9 @@
  * (TL_TEST_TSAN) always use the tl_ names: under TSan the standard names
  * belong to the sanitizer runtime and tlmalloc_tsan exports only tl_ and ts_.
  *
- * free_sized and free_aligned_sized are C23 and cfree is obsolete, so the C
- * library's headers may not declare them; they are declared here.
+ * free_sized and free_aligned_sized are C23, cfree is obsolete and pvalloc
+ * glibc's, so the C library's headers may not declare them (musl's do not);
+ * they are declared here.
  */
 #ifndef TL_TEST_ALLOC_API_H
 #define TL_TEST_ALLOC_API_H
@@ -59,6 +60,7 @@
 void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 void cfree(void *ptr);
+void *pvalloc(size_t size);
 #endif
 
 #endif /* TL_TEST_ALLOC_API_H */

@@ -723,6 +723,61 @@ static void trim_releases_nothing(void)
 	       "freeing it and tl_trim", peak, after);
 }
 
+/*
+ * The C library's own allocations (strdup, getline's buffer) come from
+ * tlmalloc: tl_usable_size takes their blocks (it aborts on one it did not
+ * hand out) and the standard free frees them.  Under musl, a static
+ * program's libc calls malloc through the same names as the program.
+ */
+static void libc_blocks_foreign(void)
+{
+	char *s = strdup("tlmalloc");
+	CHECK(s != NULL);
+	CHECKF(tl_usable_size(s) >= 9, "usable %zu", tl_usable_size(s));
+	free(s);
+
+	static char text[] = "a line\n";
+	FILE *f = fmemopen(text, sizeof(text) - 1, "r");
+	CHECK(f != NULL);
+	char *line = NULL;
+	size_t size = 0;
+	CHECK(getline(&line, &size, f) == 7);
+	CHECKF(tl_usable_size(line) >= size, "usable %zu, getline's %zu",
+	       tl_usable_size(line), size);
+	free(line);
+	fclose(f);
+}
+
+#if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
+/*
+ * Linked statically, each standard name is tlmalloc's function itself (an
+ * alias of its tl_ name), not the C library's: one missing from the
+ * library would silently link the C library's allocator and mix two heaps.
+ */
+#define SAME_FUNCTION(std, tl) \
+	CHECKF((uintptr_t)&std == (uintptr_t)&tl, #std " is not " #tl)
+
+static void static_names_not_replaced(void)
+{
+	SAME_FUNCTION(malloc, tl_malloc);
+	SAME_FUNCTION(calloc, tl_calloc);
+	SAME_FUNCTION(realloc, tl_realloc);
+	SAME_FUNCTION(reallocarray, tl_reallocarray);
+	SAME_FUNCTION(free, tl_free);
+	SAME_FUNCTION(free_sized, tl_free_sized);
+	SAME_FUNCTION(free_aligned_sized, tl_free_aligned_sized);
+	SAME_FUNCTION(cfree, tl_free);
+	SAME_FUNCTION(aligned_alloc, tl_aligned_alloc);
+	SAME_FUNCTION(posix_memalign, tl_posix_memalign);
+	SAME_FUNCTION(memalign, tl_memalign);
+	SAME_FUNCTION(valloc, tl_valloc);
+	SAME_FUNCTION(pvalloc, tl_pvalloc);
+	void *p = malloc(100);
+	CHECK(p != NULL && malloc_usable_size(p) == tl_usable_size(p));
+	free(p);
+}
+#endif
+
 #if !defined(TL_TEST_TL_NAMES) && !defined(TL_TEST_STATIC)
 /*
  * Linked against libtlmalloc, every standard name must resolve to it: a
@@ -790,6 +845,10 @@ static const struct test_case tests[] = {
 	{ "medium_reuse_corrupts", medium_reuse_corrupts },
 	{ "version_mismatch", version_mismatch },
 	{ "trim_releases_nothing", trim_releases_nothing },
+	{ "libc_blocks_foreign", libc_blocks_foreign },
+#if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
+	{ "static_names_not_replaced", static_names_not_replaced },
+#endif
 #if !defined(TL_TEST_TL_NAMES) && !defined(TL_TEST_STATIC)
 	{ "standard_names_not_replaced", standard_names_not_replaced },
 #endif

@@ -17,6 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Whether the program runs under a cross build's emulator
+ * (cmake/qemu-run.sh sets TL_TEST_EMULATOR): there every instruction, and
+ * every thread, costs far more, so the stress tests run fewer rounds.
+ */
+static inline int test_emulated(void)
+{
+	return getenv("TL_TEST_EMULATOR") != NULL;
+}
+
 #define CHECK(cond) \
 	do { \
 		if (!(cond)) \

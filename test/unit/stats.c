@@ -468,6 +468,9 @@ static void json_malformed(void)
 	free(p);
 }
 
+#if defined(__GLIBC__)
+/* glibc's statistics calls (musl has none; src/api.c). */
+
 /* mallinfo is deprecated in glibc's header, and what we test. */
 static struct mallinfo mallinfo_int(void)
 {
@@ -584,6 +587,7 @@ static void malloc_stats_silent(void)
 	expect_figure(err, "max mmap regions", 1);
 	expect_figure(err, "max mmap bytes", 1);
 }
+#endif /* __GLIBC__ */
 
 /* Exits with blocks of two classes live: the statistics print at exit. */
 static void show_stats_child(void)
@@ -639,14 +643,18 @@ static const struct test_case cases[] = {
 	{ "remote_frees_not_counted", remote_frees_not_counted },
 	{ "remote_freed_pages_not_reused", remote_freed_pages_not_reused },
 	{ "json_malformed", json_malformed },
+#if defined(__GLIBC__)
 	{ "mallinfo2_wrong", mallinfo2_wrong },
 	{ "malloc_info_broken", malloc_info_broken },
 	{ "malloc_stats_silent", malloc_stats_silent },
+#endif
 	{ "show_stats_silent", show_stats_silent },
 };
 
 static const struct test_case children[] = {
+#if defined(__GLIBC__)
 	{ "malloc_stats_silent", malloc_stats_child },
+#endif
 	{ "show_stats_silent", show_stats_child },
 };
 
