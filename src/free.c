@@ -224,16 +224,18 @@ void tl_free_owned(tl_page *page, void *p)
 	tl_page_push_local(page, block, tl_free_mark(page, block));
 }
 
-static void free_remote(tl_page *page, tl_block *block)
+/* A block of another heap's page (or an abandoned one): checked, then
+ * pushed on the page's thread_free with one CAS.  In its page's first
+ * slice the fast path's two checks do (tl_free_fast_ok); past it, where
+ * the test of a slice offset does not apply, the checks run in full. */
+static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 {
-	/* In full: the block may lie past its page's first slice, where the
-	 * fast path's test of a slice offset does not apply. */
-#if TL_CHECKS
-	check_block("free", page, block, false);
-#endif
+	uintptr_t mark = tl_free_mark(page, block);
+	if (!first_slice || !tl_free_fast_ok(page, block, mark))
+		check_block("free", page, block, false);
 	fill_freed(page, block);
 #if TL_CHECKS
-	block->mark = tl_free_mark(page, block);
+	block->mark = mark;
 #endif
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
 	uintptr_t next;
@@ -251,7 +253,8 @@ static void free_remote(tl_page *page, tl_block *block)
 static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 {
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
-	if (owner == TL_OWNER_FOLLOWER) {
+	bool first_slice = owner != TL_OWNER_FOLLOWER;
+	if (!first_slice) {
 		page -= page->slice_offset;
 		owner = tl_uptr_load_relaxed(&page->owner);
 	}
@@ -277,7 +280,7 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 		tl_profile_free(page, p);	/* a sampled block */
 		return;
 	}
-	free_remote(page, p);
+	free_remote(page, p, first_slice);
 }
 
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
