@@ -226,12 +226,15 @@ void tl_free_owned(tl_page *page, void *p)
 
 /* A block of another heap's page (or an abandoned one): checked, then
  * pushed on the page's thread_free with one CAS.  In its page's first
- * slice the fast path's two checks do (tl_free_fast_ok); past it, where
+ * slice the fast path's two checks do (tl_free_checks_pass); past it, where
  * the test of a slice offset does not apply, the checks run in full. */
 static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 {
 	uintptr_t mark = tl_free_mark(page, block);
-	if (!first_slice || !tl_free_fast_ok(page, block, mark))
+	if (!first_slice ||
+	    !tl_free_checks_pass(page, block, mark,
+				 __atomic_load_n(&page->slice_limit,
+						 __ATOMIC_RELAXED)))
 		check_block("free", page, block, false);
 	fill_freed(page, block);
 #if TL_CHECKS
@@ -241,7 +244,7 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 	uintptr_t next;
 	do {
 		block->next = tl_link_encode(page, block, tl_remote_list(head));
-		/* one more in the count; it wraps at 2^16 (statistics only) */
+		/* one more in the count (exact below 2^16: tl_page_collect) */
 		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
 		       (uintptr_t)block;
 	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));

@@ -164,33 +164,43 @@ static inline void *tl_malloc_local(size_t size)
 }
 
 /*
- * Whether a block freed into a page its caller owns passes the fast path's
- * checks: it starts a carved block (its offset in its slice, which is the
- * page's first for every page the fast path reaches, is a multiple of the
- * block size below the carved part: tl_page.slice_magic and slice_limit)
- * and does not carry the free mark.  Only for a block in its page's first
- * slice (the owner's fast path reaches no other).  The secure build checks
- * every free in full (free.c), the fast variant none.
+ * Whether a block freed into a page passes the fast path's checks: it
+ * starts a carved block (its offset in its slice, which is the page's
+ * first, is a multiple of the block size below the carved part:
+ * tl_page.slice_magic and limit, the page's slice_limit) and does not
+ * carry the free mark.  Only for a block in its page's first slice (the
+ * owner's fast path reaches no other).  The secure build checks every free
+ * in full (free.c), the fast variant none.
  */
-static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
-				   uintptr_t mark)
+static inline bool tl_free_checks_pass(const tl_page *page,
+				       const tl_block *block, uintptr_t mark,
+				       uint32_t limit)
 {
 #if TL_SECURE
 	(void)page;
 	(void)block;
 	(void)mark;
+	(void)limit;
 	return false;
 #elif !TL_CHECKS
 	(void)page;
 	(void)block;
 	(void)mark;
+	(void)limit;
 	return true;
 #else
 	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
-	return tl_slice_offset_starts(off, page->slice_magic,
-				      page->slice_limit) &&
+	return tl_slice_offset_starts(off, page->slice_magic, limit) &&
 	       block->mark != mark;
 #endif
+}
+
+/* The same in the owner's free: slice_limit is the owner's to write, so
+ * its plain read is no race (another thread's free reads it relaxed). */
+static inline bool tl_free_fast_ok(const tl_page *page, const tl_block *block,
+				   uintptr_t mark)
+{
+	return tl_free_checks_pass(page, block, mark, page->slice_limit);
 }
 
 /* Push a checked block on the local_free of a page the caller owns. */

@@ -197,7 +197,10 @@ static inline uint32_t tl_slice_limit(uint32_t magic, uint32_t bs,
 static inline void tl_page_set_capacity(tl_page *page, uint32_t v)
 {
 	__atomic_store_n(&page->capacity, v, __ATOMIC_RELAXED);
-	page->slice_limit = tl_slice_limit(page->slice_magic, page->block_size, v);
+	/* relaxed: another thread's free reads it (free.c, free_remote) */
+	__atomic_store_n(&page->slice_limit,
+			 tl_slice_limit(page->slice_magic, page->block_size, v),
+			 __ATOMIC_RELAXED);
 }
 
 void tl_page_format(tl_page *page, unsigned cls);
@@ -228,6 +231,8 @@ bool tl_page_extend(tl_page *page);
  */
 #define TL_REMOTE_COUNT_SHIFT 48
 #define TL_REMOTE_ONE ((uintptr_t)1 << TL_REMOTE_COUNT_SHIFT)
+/* Counts below this are exact (a page with fewer blocks never wraps). */
+#define TL_REMOTE_COUNT_MAX ((uint32_t)1 << (64 - TL_REMOTE_COUNT_SHIFT))
 
 static inline tl_block *tl_remote_list(uintptr_t w)
 {
