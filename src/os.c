@@ -33,16 +33,12 @@
 
 size_t tl_os_page_size(void)
 {
-	/* set by tl_process_init, or by whoever asks first: the same value
-	 * from any thread, so relaxed */
-	static tl_atomic_uptr page_size;
-	size_t size = tl_uptr_load_relaxed(&page_size);
-	if (tl_unlikely(size == 0)) {
+	static size_t page_size;
+	if (tl_unlikely(page_size == 0)) {
 		long v = sysconf(_SC_PAGESIZE);
-		size = v > 0 ? (size_t)v : 4096;
-		tl_uptr_store_relaxed(&page_size, size);
+		page_size = v > 0 ? (size_t)v : 4096;
 	}
-	return size;
+	return page_size;
 }
 
 /* Fatal unless [addr, addr + size) is whole OS pages (os.h). */
