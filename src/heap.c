@@ -133,9 +133,11 @@ void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
 		heap->direct[i] = &tl_page_empty;
 }
 
+/* release: a statistics reader that sees the owner sees the page's format
+ * (tl_page_format, before it) as own_free_page gives it (pool.c) */
 static void page_set_owner(tl_page *page, tl_heap *heap, uintptr_t flags)
 {
-	tl_uptr_store_relaxed(&page->owner, heap->id | flags);
+	tl_uptr_store_release(&page->owner, heap->id | flags);
 }
 
 static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)

@@ -77,7 +77,9 @@ static void fork_child(void)
 void tl_process_init(void)
 {
 	uint32_t state = INIT_NONE;
-	if (tl_likely(tl_u32_load_relaxed(&init_state) == INIT_DONE))
+	/* acquire: INIT_DONE publishes what init wrote (the page size, the
+	 * options, heap_key), read by a thread that did not run it */
+	if (tl_likely(tl_u32_load_acquire(&init_state) == INIT_DONE))
 		return;
 	if (!tl_u32_cas_strong_acquire(&init_state, &state, INIT_RUNNING))
 		return;
@@ -101,7 +103,7 @@ __attribute__((constructor)) static void tl_constructor(void)
 
 void tl_thread_register(tl_heap *heap)
 {
-	if (tl_u32_load_relaxed(&init_state) == INIT_DONE)
+	if (tl_u32_load_acquire(&init_state) == INIT_DONE)	/* heap_key */
 		pthread_setspecific(heap_key, heap);
 }
 

@@ -11,7 +11,9 @@ Kinds of allocator:
   ts       the ts_ API of tlmalloc: `scaling_ts --api lock` (the naive
            one-lock baseline, "tlmalloc-lock"); runs the scaling workload
            only.  tlmalloc itself runs `scaling_ts --api nolock` there.
-  musl     the static `<program>-musl` build of a C workload.
+  musl     a static musl build of a C workload: `<program>-musl` with
+           musl's own allocator ("musl"), `<program>-musl-tlmalloc` with
+           tlmalloc's libtlmalloc.a linked in ("musl-tlmalloc").
 
 An allocator that is not found stays in the list with found=False and a
 note saying why, so the report can show it as missing.
@@ -88,7 +90,7 @@ BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
 
 BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") \
     + tuple(p.name for p in PEERS) + tuple(p.name for p in BUILT_PEERS) \
-    + ("musl",)
+    + ("musl", "musl-tlmalloc")
 
 
 @dataclass
@@ -101,6 +103,7 @@ class Allocator:
     ts_api: TsApi | None = None   # runs the ts_ program variant
     package: str = ""         # Debian package expected to ship it
     version: str = ""
+    suffix: str = ""          # musl: the program's name ends with it
 
     def to_json(self) -> dict[str, Any]:
         """As runs.json holds it (kind and ts_api by their values)."""
@@ -217,18 +220,39 @@ def built_peer_allocators(peers_dir: Path) -> list[Allocator]:
     return allocs
 
 
-def musl_allocator(bench_dir: Path) -> Allocator:
-    progs = []
-    if bench_dir.is_dir():
-        progs = sorted(f.name for f in bench_dir.iterdir()
-                       if f.name.endswith("-musl"))
-    if progs:
-        return Allocator("musl", Kind.MUSL, "", True,
-                         "static musl-gcc builds: " + ", ".join(progs),
-                         package="musl")
-    return Allocator("musl", Kind.MUSL, "", False,
-                     "no <workload>-musl programs in %s (musl-gcc missing?)"
-                     % bench_dir, package="musl")
+@dataclass(frozen=True)
+class MuslBuild:
+    """A static musl build of the C workloads: `<program><suffix>`."""
+    name: str
+    suffix: str
+    what: str
+
+
+MUSL_BUILDS = (
+    MuslBuild("musl", "-musl", "static musl-gcc builds (musl's malloc)"),
+    MuslBuild("musl-tlmalloc", "-musl-tlmalloc",
+              "static musl-gcc builds with tlmalloc's libtlmalloc.a"),
+)
+
+
+def musl_allocators(bench_dir: Path) -> list[Allocator]:
+    """musl and musl-tlmalloc, found where bench_dir has their programs."""
+    names = sorted(f.name for f in bench_dir.iterdir()) \
+        if bench_dir.is_dir() else []
+    allocs = []
+    for build in MUSL_BUILDS:
+        progs = [n for n in names if n.endswith(build.suffix)]
+        if progs:
+            allocs.append(Allocator(build.name, Kind.MUSL, "", True,
+                                    "%s: %s" % (build.what, ", ".join(progs)),
+                                    package="musl", suffix=build.suffix))
+        else:
+            allocs.append(Allocator(
+                build.name, Kind.MUSL, "", False,
+                "no <workload>%s programs in %s (musl-gcc missing?)"
+                % (build.suffix, bench_dir), package="musl",
+                suffix=build.suffix))
+    return allocs
 
 
 def parse_extra(spec: str) -> Allocator:
@@ -262,7 +286,7 @@ def discover(build_dir: Path, lib_dirs: Sequence[Path] | None = None,
                             "the C library's malloc (no preload)"))
     allocs += peer_allocators(lib_dirs)
     allocs += built_peer_allocators(build_dir / PEERS_DIR)
-    allocs.append(musl_allocator(bench_dir))
+    allocs += musl_allocators(bench_dir)
     allocs += [parse_extra(spec) for spec in extras]
     return allocs
 
@@ -325,7 +349,7 @@ def command_for(workload: Workload, point: Point, alloc: Allocator,
     elif alloc.kind is Kind.TS:
         raise NotApplicable(alloc.name)
     elif alloc.kind is Kind.MUSL:
-        prog += "-musl"
+        prog += alloc.suffix
     elif alloc.kind is Kind.PRELOAD:
         env["LD_PRELOAD"] = alloc.path
     if not alloc.found:

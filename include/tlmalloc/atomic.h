@@ -60,6 +60,12 @@ static inline uint32_t tl_u32_load_relaxed(const tl_atomic_u32 *a)
 				    memory_order_relaxed);
 }
 
+static inline uint32_t tl_u32_load_acquire(const tl_atomic_u32 *a)
+{
+	return atomic_load_explicit((_Atomic(uint32_t) *)&a->v,
+				    memory_order_acquire);
+}
+
 static inline void tl_u32_store_relaxed(tl_atomic_u32 *a, uint32_t x)
 {
 	atomic_store_explicit(&a->v, x, memory_order_relaxed);

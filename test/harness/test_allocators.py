@@ -20,7 +20,8 @@ def tree(tmp_path):
     libs = tmp_path / "libs"
     touch(str(build / "src" / "libtlmalloc.so"))
     touch(str(build / "src" / "libtlmalloc-fast.so"))
-    for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons"):
+    for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons",
+                 "prodcons-musl-tlmalloc"):
         touch(str(build / "bench" / prog))
     touch(str(libs / "libjemalloc.so.2"))
     touch(str(libs / "libtbbmalloc.so.2"))          # not the proxy
@@ -39,7 +40,7 @@ def test_discovery_finds_what_is_there(tree):
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
                            "glibc", "jemalloc", "tcmalloc", "mimalloc",
                            "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
-                           "musl"]
+                           "musl", "musl-tlmalloc"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api is am.TsApi.NOLOCK
@@ -51,6 +52,11 @@ def test_discovery_finds_what_is_there(tree):
     assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
     assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
     assert found["musl"].found and "loop-musl" in found["musl"].note
+    # each build lists its own programs only
+    assert "prodcons" not in found["musl"].note
+    assert found["musl-tlmalloc"].found
+    assert "prodcons-musl-tlmalloc" in found["musl-tlmalloc"].note
+    assert "loop-musl" not in found["musl-tlmalloc"].note
 
 
 def test_missing_peers_stay_listed(tree):
@@ -75,6 +81,7 @@ def test_nothing_built(tmp_path):
     assert not found["tlmalloc-fast"].found
     assert not found["tlmalloc-lock"].found
     assert not found["musl"].found
+    assert not found["musl-tlmalloc"].found
     assert found["glibc"].found
 
 
@@ -110,6 +117,15 @@ def test_commands_per_kind(tree):
     assert env == {"LD_PRELOAD": allocs["jemalloc"].path}
     argv, env = am.command_for(loop, point, allocs["musl"], bench, args)
     assert argv[0] == os.path.join(bench, "loop-musl")
+    prod = by_name(["prodcons"])[0]
+    ppoint = prod.quick_points[0]
+    argv, env = am.command_for(prod, ppoint, allocs["musl-tlmalloc"], bench,
+                               point_args(ppoint, full=False))
+    assert argv[0] == os.path.join(bench, "prodcons-musl-tlmalloc")
+    assert env == {}
+    with pytest.raises(am.Missing) as why:
+        am.command_for(loop, point, allocs["musl-tlmalloc"], bench, args)
+    assert "loop-musl-tlmalloc not built" in str(why.value)
     with pytest.raises(am.NotApplicable):
         am.command_for(loop, point, allocs["tlmalloc-lock"], bench, args)
     with pytest.raises(am.Missing):
