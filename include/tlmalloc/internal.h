@@ -457,7 +457,7 @@ bool tl_page_check(const tl_page *page, uintptr_t owner, bool counted);
  */
 bool tl_heap_check(const tl_heap *heap);
 /*
- * tl_pool_check_locked (pool.c): the caller holds the pool lock; the
+ * tl_pool_check_locked (pool_check.c): the caller holds the pool lock; the
  * segment list is well linked and its count and bytes are the pool's; each
  * free page list holds free leaders of its kind, flagged in_pool, as many
  * as the segments say; each segment's used_pages counts its pages out of

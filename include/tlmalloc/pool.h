@@ -45,4 +45,12 @@ struct tl_pool {
 
 extern struct tl_pool tl_pool;
 
+/* The bytes of a page's area: 0 for a slice inside a larger page. */
+static inline size_t tl_page_area_size(const tl_page *page)
+{
+	size_t size;
+	tl_page_area(tl_segment_of(page->start), page, &size);
+	return size;
+}
+
 #endif
