@@ -357,7 +357,7 @@ bool tl_segment_is_ours(const void *p);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 		      size_t *size);
 
-/* ---- the global pool (pool.c) ---- */
+/* ---- the global pool (pool.c and the files of pool.h) ---- */
 /* Pages and blocks of one size class, in pages some heap owns or abandoned. */
 struct tl_pool_class_stats {
 	uint64_t allocs;	/* blocks handed out, in all (TL_COUNTS) */
