@@ -11,12 +11,6 @@
  * pool call that finds the earliest purge_at passed purges what is due; in a
  * program with threads a purger thread also does it while it is idle.  A
  * segment whose pages are all free and due is unmapped whole.
- *
- * Huge segments: a freed one (up to TL_HUGE_CACHE_SEGMENT bytes, at most
- * TL_HUGE_CACHE_COUNT and TL_HUGE_CACHE_BYTES in all) is kept until the
- * purge delay runs out, for a large malloc to reuse, cut or grown to its
- * size (large.c): few mmaps and page faults for a program that allocates
- * and frees large buffers in a loop.
  */
 #include <stdint.h>
 
@@ -26,9 +20,6 @@
 #include "tlmalloc/os.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
-#define TL_HUGE_CACHE_SEGMENT ((size_t)64 << 20)
-#define TL_HUGE_CACHE_BYTES ((size_t)128 << 20)
-#define TL_HUGE_CACHE_COUNT 16
 
 struct tl_pool tl_pool = {
 	.lock = TL_LOCK_INIT,
@@ -61,8 +52,7 @@ void tl_pool_register_segment(tl_segment *seg)
 	tl_lock_release(&tl_pool.lock);
 }
 
-/* A segment leaves the list: its pages' counts stay in their classes. */
-static void unregister_locked(tl_segment *seg)
+void tl_pool_unregister_locked(tl_segment *seg)
 {
 	if (seg->kind != TL_PAGE_HUGE)
 		for (uint32_t i = 0; i < seg->page_count; i++)
@@ -80,7 +70,7 @@ static void unregister_locked(tl_segment *seg)
 void tl_pool_unregister_segment(tl_segment *seg)
 {
 	tl_lock_acquire(&tl_pool.lock);
-	unregister_locked(seg);
+	tl_pool_unregister_locked(seg);
 	tl_lock_release(&tl_pool.lock);
 }
 
@@ -222,128 +212,6 @@ void tl_pool_give_page(tl_page *page)
 		tl_purger_wake();
 }
 
-static void note_purge_at_locked(uint64_t when)
-{
-	if (when < tl_pool.next_purge_ms)
-		tl_pool.next_purge_ms = when;
-}
-
-/* Unlink seg from the cache; prev is the one before it, or NULL. */
-static void uncache_locked(tl_segment *prev, tl_segment *seg)
-{
-	if (prev != NULL)
-		prev->cache_next = seg->cache_next;
-	else
-		tl_pool.huge_cache = seg->cache_next;
-	seg->cache_next = NULL;
-	tl_pool.huge_cached -= seg->map_size;
-	tl_pool.huge_count--;
-}
-
-bool tl_pool_cache_huge(tl_segment *seg)
-{
-	tl_page *page = &seg->slices[0];
-	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
-	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
-		return false;
-	if (seg->map_size > TL_HUGE_CACHE_BYTES)
-		return false;
-	uint64_t now = tl_os_now_ms();
-	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
-	bool wake;
-	tl_segment *evicted = NULL;
-	tl_lock_acquire(&tl_pool.lock);
-	/* Full: the oldest make room (they are the next to expire anyway). */
-	while (tl_pool.huge_count >= TL_HUGE_CACHE_COUNT ||
-	       tl_pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
-		tl_segment *prev = NULL, *old = tl_pool.huge_cache;
-		while (old->cache_next != NULL) {
-			prev = old;
-			old = old->cache_next;
-		}
-		uncache_locked(prev, old);
-		unregister_locked(old);
-		old->next = evicted;
-		evicted = old;
-	}
-	/* No block lives here now: a free of the old pointer is caught. */
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	seg->used_pages = 0;
-	seg->cached_until_ms = until;
-	seg->cache_next = tl_pool.huge_cache;
-	tl_pool.huge_cache = seg;
-	tl_pool.huge_cached += seg->map_size;
-	tl_pool.huge_count++;
-	note_purge_at_locked(until);
-	bool due = now >= tl_pool.next_purge_ms;
-	wake = tl_pool.threaded;
-	tl_lock_release(&tl_pool.lock);
-	for (tl_segment *next; evicted != NULL; evicted = next) {
-		next = evicted->next;
-		tl_segment_unmap(evicted);
-	}
-	if (due)
-		tl_pool_purge(false);
-	else if (wake)
-		tl_purger_wake();
-	return true;
-}
-
-/* The cached segment that serves a block of size bytes with the least
- * change: the smallest that holds it, else the largest (the caller cuts
- * or grows it, large.c). */
-tl_segment *tl_pool_take_huge(size_t size)
-{
-	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
-	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
-	if (size > TL_HUGE_CACHE_SEGMENT)
-		return NULL;
-	tl_lock_acquire(&tl_pool.lock);
-	for (tl_segment *seg = tl_pool.huge_cache; seg != NULL;
-	     prev = seg, seg = seg->cache_next) {
-		bool better;
-		if (best == NULL)
-			better = true;
-		else if (best->map_size >= want)
-			better = seg->map_size >= want &&
-				 seg->map_size < best->map_size;
-		else
-			better = seg->map_size > best->map_size;
-		if (better) {
-			best = seg;
-			best_prev = prev;
-		}
-	}
-	if (best != NULL) {
-		uncache_locked(best_prev, best);
-		best->used_pages = 1;
-		tl_uptr_store_relaxed(&best->slices[0].owner, TL_OWNER_HUGE);
-	}
-	tl_lock_release(&tl_pool.lock);
-	return best;
-}
-
-/* Cached huge segments that are due move to the unmap list. */
-static tl_segment *expire_huge_locked(uint64_t now, bool force,
-				      tl_segment *unmap, uint64_t *earliest)
-{
-	tl_segment *prev = NULL, *next;
-	for (tl_segment *seg = tl_pool.huge_cache; seg != NULL; seg = next) {
-		next = seg->cache_next;
-		if (!force && seg->cached_until_ms > now) {
-			if (seg->cached_until_ms < *earliest)
-				*earliest = seg->cached_until_ms;
-			prev = seg;
-			continue;
-		}
-		uncache_locked(prev, seg);
-		unregister_locked(seg);
-		seg->next = unmap;
-		unmap = seg;
-	}
-	return unmap;
-}
-
 void tl_pool_abandon_pages(tl_page_list *pages)
 {
 	if (pages->first == NULL)
@@ -360,7 +228,7 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	}
 	/* Their blocks are often freed by other threads soon after: a purge
 	 * pass then finds the pages empty and takes them back. */
-	note_purge_at_locked(when);
+	tl_pool_note_purge_at_locked(when);
 	bool wake = tl_pool.threaded;
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&tl_pool.lock);
@@ -462,7 +330,7 @@ static void adopt_orphans_locked(void)
 	tl_pool.orphans = false;
 	uint64_t now = tl_os_now_ms();
 	for_each_page_locked(adopt_orphan_locked, now);
-	note_purge_at_locked(now);
+	tl_pool_note_purge_at_locked(now);
 }
 
 tl_heap *tl_pool_heap_alloc(void)
@@ -525,7 +393,7 @@ static void drop_segment_locked(tl_segment *seg)
 			continue;
 		tl_list_remove(&tl_pool.free_pages[seg->kind], page);
 	}
-	unregister_locked(seg);
+	tl_pool_unregister_locked(seg);
 }
 
 bool tl_pool_purge(bool force)
@@ -550,7 +418,7 @@ bool tl_pool_purge(bool force)
 		unmap = seg;
 	}
 	uint64_t earliest = UINT64_MAX;
-	unmap = expire_huge_locked(now, force, unmap, &earliest);
+	unmap = tl_pool_expire_huge_locked(now, force, unmap, &earliest);
 	for (int kind = 0; kind < 2; kind++) {
 		tl_page *pnext;
 		for (tl_page *page = tl_pool.free_pages[kind].first; page != NULL;

@@ -401,7 +401,8 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls);
  * formatted for it and owned by heap; NULL if none (no mapping). */
 tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
-/* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
+/* Keep a freed huge segment for reuse (false: too big or unusual, unmap);
+ * huge_cache.c. */
 bool tl_pool_cache_huge(tl_segment *seg);
 /* The cached huge segment closest to a block of size bytes: the smallest
  * that holds it, else the largest (large.c cuts or grows it); NULL when

@@ -53,4 +53,21 @@ static inline size_t tl_page_area_size(const tl_page *page)
 	return size;
 }
 
+
+/* A segment leaves the list: its pages' counts stay in their classes. */
+void tl_pool_unregister_locked(tl_segment *seg);
+
+/* A purge is due at when, or earlier. */
+static inline void tl_pool_note_purge_at_locked(uint64_t when)
+{
+	if (when < tl_pool.next_purge_ms)
+		tl_pool.next_purge_ms = when;
+}
+
+/* Cached huge segments that are due (all if force) leave the cache and the
+ * segment list for the unmap list (linked by next), which is returned;
+ * earliest: lowered to the next one's time. */
+tl_segment *tl_pool_expire_huge_locked(uint64_t now, bool force,
+				       tl_segment *unmap, uint64_t *earliest);
+
 #endif
