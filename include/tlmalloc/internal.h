@@ -694,7 +694,7 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 /*
  * The stores before it stay before the stores after it, as a forked child
  * sees them, so an update cut by a fork in another thread leaves no block
- * on two lists (page.c explains; the child counts such pages, pool.c
+ * on two lists (page.c explains; the child counts such pages, abandoned.c
  * "orphaned").  The child sees what the thread's stores had reached when
  * its pages were shared: x86-64 makes them visible in program order, so
  * only the compiler must keep it (no code); arm64 may not, so a

@@ -64,7 +64,21 @@ static inline void tl_pool_note_purge_at_locked(uint64_t when)
 		tl_pool.next_purge_ms = when;
 }
 
-/* Cached huge segments that are due (all if force) leave the cache and the
+/* abandoned.c: an abandoned page of class cls (orphans counted first), now
+ * heap's, not yet collected; NULL if none. */
+tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls);
+/* abandoned.c: the abandoned pages that other threads emptied become free
+ * pages, dirty and due at now. */
+void tl_pool_reclaim_abandoned_locked(uint64_t now);
+/* abandoned.c: after a fork, the orphaned pages are counted and become
+ * abandoned pages, or free ones if empty (nothing to do without a fork). */
+void tl_pool_adopt_orphans_locked(void);
+/* abandoned.c, in the fork child before any other thread exists (no lock):
+ * the pages of heaps other than the forking thread's (self) and the shared
+ * heap's are marked orphaned. */
+void tl_pool_orphan_pages(uint64_t self);
+
+/* huge_cache.c: cached huge segments that are due (all if force) leave the cache and the
  * segment list for the unmap list (linked by next), which is returned;
  * earliest: lowered to the next one's time. */
 tl_segment *tl_pool_expire_huge_locked(uint64_t now, bool force,
