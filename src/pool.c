@@ -1,16 +1,15 @@
 /*
- * pool.c - the global pool: free pages, abandoned pages, heap structs, the
- * list of segments, and purging free memory back to the OS.
+ * pool.c - the global pool's store: the list of every live segment (their
+ * bytes mapped), the free pages carved of them, by kind, and the heap
+ * structs; what a heap takes from it and gives back.  A page given back
+ * dirty is due for a purge (purge.c) after the purge delay.  The other
+ * files of the pool (pool.h names them) keep its other parts: abandoned
+ * pages, the huge cache, purging, the statistics walk, the checker.
  *
  * Locking rule (pool.h, where the pool's fields are declared): every field
  * of tl_pool is read and written under tl_pool.lock, the only lock on any
  * allocation path; functions ending in _locked expect the caller to hold
  * it; system calls are made with the lock released.
- *
- * Purging: a page given back dirty gets purge_at = now + purge delay.  Any
- * pool call that finds the earliest purge_at passed purges what is due; in a
- * program with threads a purger thread also does it while it is idle.  A
- * segment whose pages are all free and due is unmapped whole.
  */
 #include <stdint.h>
 
@@ -220,129 +219,6 @@ void tl_pool_heap_free(tl_heap *heap)
 	tl_pool.free_heaps = heap;
 	tl_pool.heaps_live--;
 	tl_lock_release(&tl_pool.lock);
-}
-
-/* Every free page of seg is due (or force): drop it whole. */
-static bool segment_due_locked(const tl_segment *seg, uint64_t now, bool force)
-{
-	if (seg->kind == TL_PAGE_HUGE || seg->used_pages != 0)
-		return false;
-	if (force)
-		return true;
-	for (uint32_t i = 0; i < seg->page_count; i++) {
-		const tl_page *page = tl_segment_page(seg, i);
-		if (page->in_pool && page->dirty && page->purge_at_ms > now)
-			return false;
-	}
-	return true;
-}
-
-static void drop_segment_locked(tl_segment *seg)
-{
-	for (uint32_t i = 0; i < seg->page_count; i++) {
-		tl_page *page = tl_segment_page(seg, i);
-		if (!page->in_pool)
-			continue;
-		tl_list_remove(&tl_pool.free_pages[seg->kind], page);
-	}
-	tl_pool_unregister_locked(seg);
-}
-
-bool tl_pool_purge(bool force)
-{
-	tl_segment *unmap = NULL;
-	tl_page *todo = NULL;
-	tl_lock_acquire(&tl_pool.lock);
-	uint64_t now = tl_os_now_ms();
-	if (!force && now < tl_pool.next_purge_ms) {
-		tl_lock_release(&tl_pool.lock);
-		return false;
-	}
-	tl_pool_adopt_orphans_locked();
-	tl_pool_reclaim_abandoned_locked(now);
-	tl_segment *next;
-	for (tl_segment *seg = tl_pool.segments; seg != NULL; seg = next) {
-		next = seg->next;
-		if (!segment_due_locked(seg, now, force))
-			continue;
-		drop_segment_locked(seg);
-		seg->next = unmap;
-		unmap = seg;
-	}
-	uint64_t earliest = UINT64_MAX;
-	unmap = tl_pool_expire_huge_locked(now, force, unmap, &earliest);
-	for (int kind = 0; kind < 2; kind++) {
-		tl_page *pnext;
-		for (tl_page *page = tl_pool.free_pages[kind].first; page != NULL;
-		     page = pnext) {
-			pnext = page->next;
-			if (!page->dirty)
-				continue;
-			if (!force && page->purge_at_ms > now) {
-				if (page->purge_at_ms < earliest)
-					earliest = page->purge_at_ms;
-				continue;
-			}
-			tl_list_remove(&tl_pool.free_pages[kind], page);
-			page->in_pool = 0;	/* pinned while purged */
-			tl_segment_of(page->start)->used_pages++;
-			page->next = todo;
-			todo = page;
-		}
-	}
-	tl_pool.next_purge_ms = earliest;
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&tl_pool.lock);
-
-	bool released = unmap != NULL || todo != NULL;
-	size_t unmapped = 0;
-	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
-		next = seg->next;
-		tl_segment_unmap(seg);
-		unmapped++;
-	}
-	if (unmapped != 0) {
-		tl_lock_acquire(&tl_pool.lock);
-		tl_pool.unmapped += unmapped;
-		tl_lock_release(&tl_pool.lock);
-	}
-	for (tl_page *page = todo; page != NULL; page = page->next)
-		tl_os_purge(page->start, tl_page_area_size(page));
-	if (todo == NULL)
-		return released;
-	tl_lock_acquire(&tl_pool.lock);
-	tl_page *pnext;
-	for (tl_page *page = todo; page != NULL; page = pnext) {
-		pnext = page->next;
-		tl_pool.purged += tl_page_area_size(page);
-		page->dirty = 0;
-		page->in_pool = 1;
-		tl_segment_of(page->start)->used_pages--;
-		tl_list_push_back(&tl_pool.free_pages[page->kind], page);
-	}
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&tl_pool.lock);
-	return released;
-}
-
-bool tl_pool_unmap_free(void)
-{
-	tl_lock_acquire(&tl_pool.lock);
-	uint64_t before = tl_pool.unmapped;
-	tl_lock_release(&tl_pool.lock);
-	tl_pool_purge(true);
-	tl_lock_acquire(&tl_pool.lock);
-	bool unmapped = tl_pool.unmapped != before;
-	tl_lock_release(&tl_pool.lock);
-	return unmapped;
-}
-
-bool tl_pool_purge_pending(void)
-{
-	tl_lock_acquire(&tl_pool.lock);
-	bool pending = tl_pool.next_purge_ms != UINT64_MAX;
-	tl_lock_release(&tl_pool.lock);
-	return pending;
 }
 
 void tl_pool_fork_prepare(void)

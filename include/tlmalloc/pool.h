@@ -78,9 +78,9 @@ void tl_pool_adopt_orphans_locked(void);
  * heap's are marked orphaned. */
 void tl_pool_orphan_pages(uint64_t self);
 
-/* huge_cache.c: cached huge segments that are due (all if force) leave the cache and the
- * segment list for the unmap list (linked by next), which is returned;
- * earliest: lowered to the next one's time. */
+/* huge_cache.c: cached huge segments that are due (all if force) leave the
+ * cache and the segment list for the unmap list (linked by next), which is
+ * returned; earliest: lowered to the next one's time. */
 tl_segment *tl_pool_expire_huge_locked(uint64_t now, bool force,
 				       tl_segment *unmap, uint64_t *earliest);
 
