@@ -44,19 +44,11 @@ static void drop_segment_locked(tl_segment *seg)
 	tl_pool_unregister_locked(seg);
 }
 
-bool tl_pool_purge(bool force)
+/* Step 2, under the lock: the segments whose free pages are all due (all,
+ * if force) leave the pool, for the unmap list (linked by next). */
+static tl_segment *take_due_segments_locked(uint64_t now, bool force)
 {
-	tl_segment *unmap = NULL;
-	tl_page *todo = NULL;
-	tl_lock_acquire(&tl_pool.lock);
-	uint64_t now = tl_os_now_ms();
-	if (!force && now < tl_pool.next_purge_ms) {
-		tl_lock_release(&tl_pool.lock);
-		return false;
-	}
-	tl_pool_adopt_orphans_locked();
-	tl_pool_reclaim_abandoned_locked(now);
-	tl_segment *next;
+	tl_segment *unmap = NULL, *next;
 	for (tl_segment *seg = tl_pool.segments; seg != NULL; seg = next) {
 		next = seg->next;
 		if (!segment_due_locked(seg, now, force))
@@ -65,18 +57,26 @@ bool tl_pool_purge(bool force)
 		seg->next = unmap;
 		unmap = seg;
 	}
-	uint64_t earliest = UINT64_MAX;
-	unmap = tl_pool_expire_huge_locked(now, force, unmap, &earliest);
+	return unmap;
+}
+
+/* Step 4, under the lock: the dirty free pages that are due (all, if
+ * force) leave the free lists pinned, for the purge list (linked by next);
+ * earliest: lowered to the first of the others. */
+static tl_page *pin_due_pages_locked(uint64_t now, bool force,
+				     uint64_t *earliest)
+{
+	tl_page *todo = NULL;
 	for (int kind = 0; kind < 2; kind++) {
 		tl_page *pnext;
-		for (tl_page *page = tl_pool.free_pages[kind].first; page != NULL;
-		     page = pnext) {
+		for (tl_page *page = tl_pool.free_pages[kind].first;
+		     page != NULL; page = pnext) {
 			pnext = page->next;
 			if (!page->dirty)
 				continue;
 			if (!force && page->purge_at_ms > now) {
-				if (page->purge_at_ms < earliest)
-					earliest = page->purge_at_ms;
+				if (page->purge_at_ms < *earliest)
+					*earliest = page->purge_at_ms;
 				continue;
 			}
 			tl_list_remove(&tl_pool.free_pages[kind], page);
@@ -86,12 +86,14 @@ bool tl_pool_purge(bool force)
 			todo = page;
 		}
 	}
-	tl_pool.next_purge_ms = earliest;
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&tl_pool.lock);
+	return todo;
+}
 
-	bool released = unmap != NULL || todo != NULL;
+/* Step 5, lock released: unmap the segments, then count them. */
+static void unmap_segments(tl_segment *unmap)
+{
 	size_t unmapped = 0;
+	tl_segment *next;
 	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
 		next = seg->next;
 		tl_segment_unmap(seg);
@@ -102,10 +104,14 @@ bool tl_pool_purge(bool force)
 		tl_pool.unmapped += unmapped;
 		tl_lock_release(&tl_pool.lock);
 	}
+}
+
+/* Step 6: madvise the pinned pages with the lock released, then take the
+ * lock and put them back on the free lists, clean. */
+static void purge_pinned_pages(tl_page *todo)
+{
 	for (tl_page *page = todo; page != NULL; page = page->next)
 		tl_os_purge(page->start, tl_page_area_size(page));
-	if (todo == NULL)
-		return released;
 	tl_lock_acquire(&tl_pool.lock);
 	tl_page *pnext;
 	for (tl_page *page = todo; page != NULL; page = pnext) {
@@ -118,6 +124,40 @@ bool tl_pool_purge(bool force)
 	}
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&tl_pool.lock);
+}
+
+/*
+ * Purge what is due (everything, if force), in steps: under the lock,
+ * (1) orphans are counted and abandoned pages emptied since become free
+ * pages, due now (abandoned.c); (2) the segments wholly free and due leave
+ * the pool; (3) the cached huge segments that are due leave the cache
+ * (huge_cache.c); (4) the dirty free pages that are due are pinned, and
+ * the next purge is set to the first of the others.  With the lock
+ * released, (5) the segments are unmapped and (6) the pinned pages
+ * madvised and given back clean.  True when anything was given back.
+ */
+bool tl_pool_purge(bool force)
+{
+	tl_lock_acquire(&tl_pool.lock);
+	uint64_t now = tl_os_now_ms();
+	if (!force && now < tl_pool.next_purge_ms) {
+		tl_lock_release(&tl_pool.lock);
+		return false;
+	}
+	tl_pool_adopt_orphans_locked();
+	tl_pool_reclaim_abandoned_locked(now);
+	tl_segment *unmap = take_due_segments_locked(now, force);
+	uint64_t earliest = UINT64_MAX;
+	unmap = tl_pool_expire_huge_locked(now, force, unmap, &earliest);
+	tl_page *todo = pin_due_pages_locked(now, force, &earliest);
+	tl_pool.next_purge_ms = earliest;
+	tl_assert_expensive(tl_pool_check_locked());
+	tl_lock_release(&tl_pool.lock);
+
+	bool released = unmap != NULL || todo != NULL;
+	unmap_segments(unmap);
+	if (todo != NULL)
+		purge_pinned_pages(todo);
 	return released;
 }
 
