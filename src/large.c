@@ -1,7 +1,7 @@
 /*
  * large.c - blocks above TL_MEDIUM_MAX (or above 64 KiB alignment): each is
  * a huge segment of its own.  A freed one goes to the pool's cache for a
- * while (see pool.c) and a large malloc reuses one, cut to its size or
+ * while (huge_cache.c) and a large malloc reuses one, cut to its size or
  * grown (huge_fit); the others are mapped from the OS and unmapped on
  * free.  realloc grows or
  * shrinks one with mremap, in place when the address space after it is

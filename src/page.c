@@ -8,7 +8,7 @@
  * two.  Fresh blocks are carved at most a few KiB at a time, so a page
  * touches its memory only as it is used.  Owner only, except thread_free.
  *
- * fork: the child counts the pages of the parent's other threads (pool.c,
+ * fork: the child counts the pages of the parent's other threads (abandoned.c,
  * "orphaned"), whose last update may have been cut in the middle by the
  * fork.  So every update here that takes more than one store is ordered to
  * leave, if cut, blocks that no list reaches (a leak in that child), never

@@ -1,99 +1,57 @@
 /*
- * pool.c - the global pool: free pages, abandoned pages, heap structs, the
- * list of segments, and purging free memory back to the OS.
+ * pool.c - the global pool's store: the list of every live segment (their
+ * bytes mapped), the free pages carved of them, by kind, and the heap
+ * structs; what a heap takes from it and gives back.  A page given back
+ * dirty is due for a purge (purge.c) after the purge delay.  The other
+ * files of the pool (pool.h names them) keep its other parts: abandoned
+ * pages, the huge cache, purging, the statistics walk, the checker.
  *
- * Locking rule: every field of `pool` is read and written under pool.lock,
- * the only lock on any allocation path.  Functions ending in _locked expect
- * the caller to hold it.  System calls (mmap of a new segment, madvise,
- * munmap) are made with the lock released: a page being purged is pinned
- * (counted in its segment's used_pages) and out of every list meanwhile.
- *
- * Purging: a page given back dirty gets purge_at = now + purge delay.  Any
- * pool call that finds the earliest purge_at passed purges what is due; in a
- * program with threads a purger thread also does it while it is idle.  A
- * segment whose pages are all free and due is unmapped whole.
- *
- * Huge segments: a freed one (up to TL_HUGE_CACHE_SEGMENT bytes, at most
- * TL_HUGE_CACHE_COUNT and TL_HUGE_CACHE_BYTES in all) is kept until the
- * purge delay runs out, for a large malloc to reuse, cut or grown to its
- * size (large.c): few mmaps and page faults for a program that allocates
- * and frees large buffers in a loop.
+ * Locking rule (pool.h, where the pool's fields are declared): every field
+ * of tl_pool is read and written under tl_pool.lock, the only lock on any
+ * allocation path; functions ending in _locked expect the caller to hold
+ * it; system calls are made with the lock released.
  */
 #include <stdint.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/pool.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
-#define TL_HUGE_CACHE_SEGMENT ((size_t)64 << 20)
-#define TL_HUGE_CACHE_BYTES ((size_t)128 << 20)
-#define TL_HUGE_CACHE_COUNT 16
 
-static struct tl_pool {
-	tl_lock lock;
-	tl_page_list free_pages[2];	/* by kind: small, medium */
-	tl_page_list abandoned[TL_CLASSES];
-	tl_segment *segments;		/* every live segment */
-	tl_heap *free_heaps;
-	uint8_t *heap_area;
-	size_t heap_area_left;
-	size_t mapped;			/* bytes mapped for segments */
-	size_t mapped_peak;		/* statistics: most mapped at once */
-	uint64_t segment_count;		/* segments in the list */
-	uint64_t segments_peak;		/* statistics: most at once */
-	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
-	tl_segment *huge_cache;		/* freed huge segments, newest first */
-	size_t huge_cached;		/* their bytes */
-	uint32_t huge_count;
-	uint32_t heaps_live;
-	uint32_t heaps_made;			/* heap structs carved */
-	uint64_t threads_seen;			/* heaps handed out */
-	uint64_t purged;			/* bytes madvised, in all */
-	uint64_t unmapped;			/* segments unmapped by purges */
-	bool threaded;			/* a second heap was ever made */
-	bool orphans;			/* fork child: orphaned pages to count */
-} pool = {
+struct tl_pool tl_pool = {
 	.lock = TL_LOCK_INIT,
 	.next_purge_ms = UINT64_MAX,
 };
 
-
-static size_t page_area_size(const tl_page *page)
-{
-	size_t size;
-	tl_page_area(tl_segment_of(page->start), page, &size);
-	return size;
-}
-
 void tl_pool_register_segment(tl_segment *seg)
 {
-	tl_lock_acquire(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
 	seg->prev = NULL;
-	seg->next = pool.segments;
-	if (pool.segments != NULL)
-		pool.segments->prev = seg;
-	pool.segments = seg;
-	pool.mapped += seg->map_size;
-	if (pool.mapped > pool.mapped_peak)
-		pool.mapped_peak = pool.mapped;
-	if (++pool.segment_count > pool.segments_peak)
-		pool.segments_peak = pool.segment_count;
+	seg->next = tl_pool.segments;
+	if (tl_pool.segments != NULL)
+		tl_pool.segments->prev = seg;
+	tl_pool.segments = seg;
+	tl_pool.mapped += seg->map_size;
+	if (tl_pool.mapped > tl_pool.mapped_peak)
+		tl_pool.mapped_peak = tl_pool.mapped;
+	if (++tl_pool.segment_count > tl_pool.segments_peak)
+		tl_pool.segments_peak = tl_pool.segment_count;
 	if (seg->kind != TL_PAGE_HUGE) {
 		for (uint32_t i = 0; i < seg->page_count; i++) {
 			tl_page *page = tl_segment_page(seg, i);
-			size_t size = page_area_size(page);
+			size_t size = tl_page_area_size(page);
 			if (size == 0)
 				continue;
 			page->in_pool = 1;
-			tl_list_push_back(&pool.free_pages[seg->kind], page);
+			tl_list_push_back(&tl_pool.free_pages[seg->kind], page);
 		}
 	}
-	tl_lock_release(&pool.lock);
+	tl_lock_release(&tl_pool.lock);
 }
 
-/* A segment leaves the list: its pages' counts stay in their classes. */
-static void unregister_locked(tl_segment *seg)
+void tl_pool_unregister_locked(tl_segment *seg)
 {
 	if (seg->kind != TL_PAGE_HUGE)
 		for (uint32_t i = 0; i < seg->page_count; i++)
@@ -101,57 +59,40 @@ static void unregister_locked(tl_segment *seg)
 	if (seg->prev != NULL)
 		seg->prev->next = seg->next;
 	else
-		pool.segments = seg->next;
+		tl_pool.segments = seg->next;
 	if (seg->next != NULL)
 		seg->next->prev = seg->prev;
-	pool.mapped -= seg->map_size;
-	pool.segment_count--;
+	tl_pool.mapped -= seg->map_size;
+	tl_pool.segment_count--;
 }
 
 void tl_pool_unregister_segment(tl_segment *seg)
 {
-	tl_lock_acquire(&pool.lock);
-	unregister_locked(seg);
-	tl_lock_release(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
+	tl_pool_unregister_locked(seg);
+	tl_lock_release(&tl_pool.lock);
 }
 
 void tl_pool_segment_resized(tl_segment *seg, size_t map_size)
 {
-	tl_lock_acquire(&pool.lock);
-	pool.mapped = pool.mapped - seg->map_size + map_size;
-	if (pool.mapped > pool.mapped_peak)
-		pool.mapped_peak = pool.mapped;
+	tl_lock_acquire(&tl_pool.lock);
+	tl_pool.mapped = tl_pool.mapped - seg->map_size + map_size;
+	if (tl_pool.mapped > tl_pool.mapped_peak)
+		tl_pool.mapped_peak = tl_pool.mapped;
 	seg->map_size = map_size;
-	tl_lock_release(&pool.lock);
+	tl_lock_release(&tl_pool.lock);
 }
 
 static tl_page *take_free_locked(enum tl_page_kind kind)
 {
-	tl_page *page = pool.free_pages[kind].first;
+	tl_page *page = tl_pool.free_pages[kind].first;
 	if (page == NULL)
 		return NULL;
 	tl_assert(page->in_pool &&
 		  tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE);
-	tl_list_remove(&pool.free_pages[kind], page);
+	tl_list_remove(&tl_pool.free_pages[kind], page);
 	page->in_pool = 0;
 	tl_segment_of(page->start)->used_pages++;
-	return page;
-}
-
-static void adopt_orphans_locked(void);
-
-/* An abandoned page of class cls, now heap's: under the lock, an owner
- * ABANDONED means "on the list". */
-static tl_page *adopt_locked(tl_heap *heap, unsigned cls)
-{
-	adopt_orphans_locked();
-	tl_page *page = pool.abandoned[cls].first;
-	if (page == NULL)
-		return NULL;
-	tl_list_remove(&pool.abandoned[cls], page);
-	/* its given-back blocks are the new owner's to touch */
-	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
-	tl_uptr_store_release(&page->owner, heap->id);
 	return page;
 }
 
@@ -175,34 +116,24 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 	enum tl_page_kind kind = class_kind(cls);
 	tl_page *page;
 	for (;;) {
-		tl_lock_acquire(&pool.lock);
-		page = adopt_locked(heap, cls);
+		tl_lock_acquire(&tl_pool.lock);
+		page = tl_pool_adopt_locked(heap, cls);
 		if (page != NULL) {
 			tl_assert_expensive(tl_pool_check_locked());
-			tl_lock_release(&pool.lock);
+			tl_lock_release(&tl_pool.lock);
 			tl_page_collect(page);
 			tl_assert_internal(tl_page_check(page, heap->id, true));
 			return page;
 		}
 		page = take_free_locked(kind);
 		tl_assert_expensive(tl_pool_check_locked());
-		tl_lock_release(&pool.lock);
+		tl_lock_release(&tl_pool.lock);
 		if (page != NULL)
 			break;
 		if (tl_segment_create(kind) == NULL)
 			return NULL;
 	}
 	return own_free_page(heap, cls, page);
-}
-
-tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
-{
-	tl_lock_acquire(&pool.lock);
-	tl_page *page = adopt_locked(heap, cls);
-	tl_lock_release(&pool.lock);
-	if (page != NULL)
-		tl_page_collect(page);
-	return page;
 }
 
 /*
@@ -216,9 +147,9 @@ tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls)
 					 ? TL_PAGE_MEDIUM : TL_PAGE_SMALL;
 	if (kind == TL_PAGE_SMALL && tl_class_size[cls] > TL_SLICE_SIZE)
 		return NULL;
-	tl_lock_acquire(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
 	tl_page *page = take_free_locked(kind);
-	tl_lock_release(&pool.lock);
+	tl_lock_release(&tl_pool.lock);
 	return page != NULL ? own_free_page(heap, cls, page) : NULL;
 }
 
@@ -232,683 +163,78 @@ void tl_pool_give_page(tl_page *page)
 	if (page->capacity > 0)
 		page->dirty = 1;
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	tl_lock_acquire(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
 	page->in_pool = 1;
 	seg->used_pages--;
 	if (page->dirty) {
 		page->purge_at_ms = now + (uint64_t)tl_option(TL_OPT_purge_delay);
-		if (page->purge_at_ms < pool.next_purge_ms)
-			pool.next_purge_ms = page->purge_at_ms;
-		tl_list_push_front(&pool.free_pages[page->kind], page);
+		if (page->purge_at_ms < tl_pool.next_purge_ms)
+			tl_pool.next_purge_ms = page->purge_at_ms;
+		tl_list_push_front(&tl_pool.free_pages[page->kind], page);
 	} else {
-		tl_list_push_back(&pool.free_pages[page->kind], page);
+		tl_list_push_back(&tl_pool.free_pages[page->kind], page);
 	}
-	due = now >= pool.next_purge_ms;
-	bool wake = pool.threaded && pool.next_purge_ms != UINT64_MAX;
+	due = now >= tl_pool.next_purge_ms;
+	bool wake = tl_pool.threaded && tl_pool.next_purge_ms != UINT64_MAX;
 	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&pool.lock);
+	tl_lock_release(&tl_pool.lock);
 	if (due)
 		tl_pool_purge(false);
 	else if (wake)
 		tl_purger_wake();
-}
-
-static void note_purge_at_locked(uint64_t when)
-{
-	if (when < pool.next_purge_ms)
-		pool.next_purge_ms = when;
-}
-
-/* Unlink seg from the cache; prev is the one before it, or NULL. */
-static void uncache_locked(tl_segment *prev, tl_segment *seg)
-{
-	if (prev != NULL)
-		prev->cache_next = seg->cache_next;
-	else
-		pool.huge_cache = seg->cache_next;
-	seg->cache_next = NULL;
-	pool.huge_cached -= seg->map_size;
-	pool.huge_count--;
-}
-
-bool tl_pool_cache_huge(tl_segment *seg)
-{
-	tl_page *page = &seg->slices[0];
-	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
-	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
-		return false;
-	if (seg->map_size > TL_HUGE_CACHE_BYTES)
-		return false;
-	uint64_t now = tl_os_now_ms();
-	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
-	bool wake;
-	tl_segment *evicted = NULL;
-	tl_lock_acquire(&pool.lock);
-	/* Full: the oldest make room (they are the next to expire anyway). */
-	while (pool.huge_count >= TL_HUGE_CACHE_COUNT ||
-	       pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
-		tl_segment *prev = NULL, *old = pool.huge_cache;
-		while (old->cache_next != NULL) {
-			prev = old;
-			old = old->cache_next;
-		}
-		uncache_locked(prev, old);
-		unregister_locked(old);
-		old->next = evicted;
-		evicted = old;
-	}
-	/* No block lives here now: a free of the old pointer is caught. */
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	seg->used_pages = 0;
-	seg->cached_until_ms = until;
-	seg->cache_next = pool.huge_cache;
-	pool.huge_cache = seg;
-	pool.huge_cached += seg->map_size;
-	pool.huge_count++;
-	note_purge_at_locked(until);
-	bool due = now >= pool.next_purge_ms;
-	wake = pool.threaded;
-	tl_lock_release(&pool.lock);
-	for (tl_segment *next; evicted != NULL; evicted = next) {
-		next = evicted->next;
-		tl_segment_unmap(evicted);
-	}
-	if (due)
-		tl_pool_purge(false);
-	else if (wake)
-		tl_purger_wake();
-	return true;
-}
-
-/* The cached segment that serves a block of size bytes with the least
- * change: the smallest that holds it, else the largest (the caller cuts
- * or grows it, large.c). */
-tl_segment *tl_pool_take_huge(size_t size)
-{
-	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
-	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
-	if (size > TL_HUGE_CACHE_SEGMENT)
-		return NULL;
-	tl_lock_acquire(&pool.lock);
-	for (tl_segment *seg = pool.huge_cache; seg != NULL;
-	     prev = seg, seg = seg->cache_next) {
-		bool better;
-		if (best == NULL)
-			better = true;
-		else if (best->map_size >= want)
-			better = seg->map_size >= want &&
-				 seg->map_size < best->map_size;
-		else
-			better = seg->map_size > best->map_size;
-		if (better) {
-			best = seg;
-			best_prev = prev;
-		}
-	}
-	if (best != NULL) {
-		uncache_locked(best_prev, best);
-		best->used_pages = 1;
-		tl_uptr_store_relaxed(&best->slices[0].owner, TL_OWNER_HUGE);
-	}
-	tl_lock_release(&pool.lock);
-	return best;
-}
-
-/* Cached huge segments that are due move to the unmap list. */
-static tl_segment *expire_huge_locked(uint64_t now, bool force,
-				      tl_segment *unmap, uint64_t *earliest)
-{
-	tl_segment *prev = NULL, *next;
-	for (tl_segment *seg = pool.huge_cache; seg != NULL; seg = next) {
-		next = seg->cache_next;
-		if (!force && seg->cached_until_ms > now) {
-			if (seg->cached_until_ms < *earliest)
-				*earliest = seg->cached_until_ms;
-			prev = seg;
-			continue;
-		}
-		uncache_locked(prev, seg);
-		unregister_locked(seg);
-		seg->next = unmap;
-		unmap = seg;
-	}
-	return unmap;
-}
-
-void tl_pool_abandon_pages(tl_page_list *pages)
-{
-	if (pages->first == NULL)
-		return;
-	uint64_t when = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
-	tl_page *page;
-	tl_lock_acquire(&pool.lock);
-	while ((page = pages->first) != NULL) {
-		tl_list_remove(pages, page);
-		tl_list_push_back(&pool.abandoned[page->size_class], page);
-		/* Under the lock, once listed: an ABANDONED owner means "on
-		 * the list". */
-		tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
-	}
-	/* Their blocks are often freed by other threads soon after: a purge
-	 * pass then finds the pages empty and takes them back. */
-	note_purge_at_locked(when);
-	bool wake = pool.threaded;
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&pool.lock);
-	if (wake)
-		tl_purger_wake();
-}
-
-/*
- * Abandoned pages whose blocks other threads have all freed since come back
- * to the pool as free, dirty pages, due now.  Nobody owns an abandoned page:
- * under the pool lock its lists are ours to count (other threads only push
- * on thread_free, atomically).
- */
-/* An empty page nobody owns goes back to the free list, due now. */
-static void give_unowned_locked(tl_page *page, uint64_t now)
-{
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	page->dirty = 1;
-	page->purge_at_ms = now;
-	page->in_pool = 1;
-	tl_segment_of(page->start)->used_pages--;
-	tl_list_push_front(&pool.free_pages[page->kind], page);
-}
-
-static void reclaim_abandoned_locked(uint64_t now)
-{
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
-		tl_page *page, *next;
-		for (page = pool.abandoned[cls].first; page != NULL;
-		     page = next) {
-			next = page->next;
-			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
-				continue;
-			tl_page_collect(page);
-			if (page->avail != page->capacity)
-				continue;
-			tl_list_remove(&pool.abandoned[cls], page);
-			give_unowned_locked(page, now);
-		}
-	}
-}
-
-/*
- * fork: in the child only the forking thread runs on.  The pages the other
- * threads' heaps owned (not the forking thread's, not the shared heap's)
- * are marked orphaned by tl_pool_fork_child, before any new thread could
- * be given a dead one's thread pointer for its id; frees into them go the
- * way of abandoned pages (thread_free).  Here, at the first page taken or
- * purge after the fork, they are counted and become abandoned pages, or
- * free ones if empty, so blocks the child frees there are reused.  The
- * counting is not done in the fork handler, so a child that only execs
- * pays for the marking walk alone.  (A dead heap's few cached empty pages
- * stay where they are.)
- */
-static void for_each_page_locked(void (*fn)(tl_page *, uint64_t), uint64_t arg)
-{
-	for (tl_segment *seg = pool.segments; seg != NULL; seg = seg->next) {
-		if (seg->kind == TL_PAGE_HUGE)
-			continue;
-		for (uint32_t i = 0; i < seg->page_count; i++) {
-			tl_page *page = tl_segment_page(seg, i);
-			if (!page->in_pool)
-				fn(page, arg);
-		}
-	}
-}
-
-/* arg: the forking thread's id. */
-static void orphan_page(tl_page *page, uint64_t arg)
-{
-	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
-	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
-	if (owner < TL_OWNER_MARKERS || id == (uintptr_t)arg ||
-	    id == tl_shared_heap_id())
-		return;
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ORPHAN);
-	pool.orphans = true;
-}
-
-/* arg: now, in ms. */
-static void adopt_orphan_locked(tl_page *page, uint64_t arg)
-{
-	if (tl_uptr_load_relaxed(&page->owner) != TL_OWNER_ORPHAN)
-		return;
-	tl_page_count_avail(page);	/* a queue head's avail meant nothing */
-	tl_page_collect(page);
-	if (page->avail == page->capacity) {
-		give_unowned_locked(page, arg);
-		return;
-	}
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
-	tl_list_push_back(&pool.abandoned[page->size_class], page);
-}
-
-static void adopt_orphans_locked(void)
-{
-	if (tl_likely(!pool.orphans))
-		return;
-	pool.orphans = false;
-	uint64_t now = tl_os_now_ms();
-	for_each_page_locked(adopt_orphan_locked, now);
-	note_purge_at_locked(now);
 }
 
 tl_heap *tl_pool_heap_alloc(void)
 {
 	tl_heap *heap = NULL;
-	tl_lock_acquire(&pool.lock);
-	if (pool.free_heaps != NULL) {
-		heap = pool.free_heaps;
-		pool.free_heaps = heap->next_free;
+	tl_lock_acquire(&tl_pool.lock);
+	if (tl_pool.free_heaps != NULL) {
+		heap = tl_pool.free_heaps;
+		tl_pool.free_heaps = heap->next_free;
 	} else {
-		if (pool.heap_area_left < sizeof(tl_heap)) {
-			pool.heap_area = tl_os_map_aligned(TL_HEAP_AREA,
+		if (tl_pool.heap_area_left < sizeof(tl_heap)) {
+			tl_pool.heap_area = tl_os_map_aligned(TL_HEAP_AREA,
 							   TL_SEGMENT_SIZE, 0);
-			pool.heap_area_left = pool.heap_area ? TL_HEAP_AREA : 0;
+			tl_pool.heap_area_left = tl_pool.heap_area ? TL_HEAP_AREA : 0;
 		}
-		if (pool.heap_area_left >= sizeof(tl_heap)) {
-			heap = (tl_heap *)pool.heap_area;
-			pool.heap_area += sizeof(tl_heap);
-			pool.heap_area_left -= sizeof(tl_heap);
-			pool.heaps_made++;
+		if (tl_pool.heap_area_left >= sizeof(tl_heap)) {
+			heap = (tl_heap *)tl_pool.heap_area;
+			tl_pool.heap_area += sizeof(tl_heap);
+			tl_pool.heap_area_left -= sizeof(tl_heap);
+			tl_pool.heaps_made++;
 		}
 	}
-	if (heap != NULL && ++pool.heaps_live >= 2)
-		pool.threaded = true;
+	if (heap != NULL && ++tl_pool.heaps_live >= 2)
+		tl_pool.threaded = true;
 	if (heap != NULL)
-		pool.threads_seen++;
-	tl_lock_release(&pool.lock);
+		tl_pool.threads_seen++;
+	tl_lock_release(&tl_pool.lock);
 	return heap;
 }
 
 void tl_pool_heap_free(tl_heap *heap)
 {
-	tl_lock_acquire(&pool.lock);
-	heap->next_free = pool.free_heaps;
-	pool.free_heaps = heap;
-	pool.heaps_live--;
-	tl_lock_release(&pool.lock);
-}
-
-/* Every free page of seg is due (or force): drop it whole. */
-static bool segment_due_locked(const tl_segment *seg, uint64_t now, bool force)
-{
-	if (seg->kind == TL_PAGE_HUGE || seg->used_pages != 0)
-		return false;
-	if (force)
-		return true;
-	for (uint32_t i = 0; i < seg->page_count; i++) {
-		const tl_page *page = tl_segment_page(seg, i);
-		if (page->in_pool && page->dirty && page->purge_at_ms > now)
-			return false;
-	}
-	return true;
-}
-
-static void drop_segment_locked(tl_segment *seg)
-{
-	for (uint32_t i = 0; i < seg->page_count; i++) {
-		tl_page *page = tl_segment_page(seg, i);
-		if (!page->in_pool)
-			continue;
-		tl_list_remove(&pool.free_pages[seg->kind], page);
-	}
-	unregister_locked(seg);
-}
-
-bool tl_pool_purge(bool force)
-{
-	tl_segment *unmap = NULL;
-	tl_page *todo = NULL;
-	tl_lock_acquire(&pool.lock);
-	uint64_t now = tl_os_now_ms();
-	if (!force && now < pool.next_purge_ms) {
-		tl_lock_release(&pool.lock);
-		return false;
-	}
-	adopt_orphans_locked();
-	reclaim_abandoned_locked(now);
-	tl_segment *next;
-	for (tl_segment *seg = pool.segments; seg != NULL; seg = next) {
-		next = seg->next;
-		if (!segment_due_locked(seg, now, force))
-			continue;
-		drop_segment_locked(seg);
-		seg->next = unmap;
-		unmap = seg;
-	}
-	uint64_t earliest = UINT64_MAX;
-	unmap = expire_huge_locked(now, force, unmap, &earliest);
-	for (int kind = 0; kind < 2; kind++) {
-		tl_page *pnext;
-		for (tl_page *page = pool.free_pages[kind].first; page != NULL;
-		     page = pnext) {
-			pnext = page->next;
-			if (!page->dirty)
-				continue;
-			if (!force && page->purge_at_ms > now) {
-				if (page->purge_at_ms < earliest)
-					earliest = page->purge_at_ms;
-				continue;
-			}
-			tl_list_remove(&pool.free_pages[kind], page);
-			page->in_pool = 0;	/* pinned while purged */
-			tl_segment_of(page->start)->used_pages++;
-			page->next = todo;
-			todo = page;
-		}
-	}
-	pool.next_purge_ms = earliest;
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&pool.lock);
-
-	bool released = unmap != NULL || todo != NULL;
-	size_t unmapped = 0;
-	for (tl_segment *seg = unmap; seg != NULL; seg = next) {
-		next = seg->next;
-		tl_segment_unmap(seg);
-		unmapped++;
-	}
-	if (unmapped != 0) {
-		tl_lock_acquire(&pool.lock);
-		pool.unmapped += unmapped;
-		tl_lock_release(&pool.lock);
-	}
-	for (tl_page *page = todo; page != NULL; page = page->next)
-		tl_os_purge(page->start, page_area_size(page));
-	if (todo == NULL)
-		return released;
-	tl_lock_acquire(&pool.lock);
-	tl_page *pnext;
-	for (tl_page *page = todo; page != NULL; page = pnext) {
-		pnext = page->next;
-		pool.purged += page_area_size(page);
-		page->dirty = 0;
-		page->in_pool = 1;
-		tl_segment_of(page->start)->used_pages--;
-		tl_list_push_back(&pool.free_pages[page->kind], page);
-	}
-	tl_assert_expensive(tl_pool_check_locked());
-	tl_lock_release(&pool.lock);
-	return released;
-}
-
-void tl_pool_reclaim_abandoned(void)
-{
-	tl_lock_acquire(&pool.lock);
-	adopt_orphans_locked();
-	reclaim_abandoned_locked(tl_os_now_ms());
-	tl_lock_release(&pool.lock);
-}
-
-bool tl_pool_unmap_free(void)
-{
-	tl_lock_acquire(&pool.lock);
-	uint64_t before = pool.unmapped;
-	tl_lock_release(&pool.lock);
-	tl_pool_purge(true);
-	tl_lock_acquire(&pool.lock);
-	bool unmapped = pool.unmapped != before;
-	tl_lock_release(&pool.lock);
-	return unmapped;
-}
-
-bool tl_pool_purge_pending(void)
-{
-	tl_lock_acquire(&pool.lock);
-	bool pending = pool.next_purge_ms != UINT64_MAX;
-	tl_lock_release(&pool.lock);
-	return pending;
-}
-
-/*
- * Bytes held and bytes live, page by page: a snapshot that reads other
- * heaps' counters (relaxed).  Held: what has been touched and not given
- * back - the blocks carved of owned pages (less what an abandoned page
- * gave back inside its free blocks), dirty free pages, segment headers,
- * huge blocks, heap structs; never-touched or purged memory is not held.  Live: carved blocks not counted free; frees not yet collected
- * count as live, a queue head's uncounted pops do not (see tl_page).
- */
-static void stats_huge_locked(struct tl_pool_stats *out, const tl_segment *seg)
-{
-	out->held += seg->map_size;
-	if (seg->used_pages == 0) {
-		out->huge_cached += seg->map_size;	/* cached: not live */
-		return;
-	}
-	out->live += seg->map_size;
-	out->huge_blocks++;
-	out->huge_bytes += seg->map_size;
-}
-
-/* A page some heap owns, abandoned, or cached empty by its heap. */
-static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
-{
-	uintptr_t owner = tl_uptr_load_acquire(&page->owner);
-	/* frees from other threads its owner has not collected yet */
-	out->remote_frees +=
-		tl_remote_count(tl_uptr_load_relaxed(&page->thread_free));
-	size_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
-	size_t avail = __atomic_load_n(&page->avail, __ATOMIC_RELAXED);
-	size_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
-	out->held += cap * bs;
-	if (owner == TL_OWNER_FREE || bs == 0 || bs > TL_MEDIUM_MAX)
-		return;
-	if (owner == TL_OWNER_ABANDONED) {
-		out->pages_abandoned++;
-		size_t purged = __atomic_load_n(&page->purged,
-						__ATOMIC_RELAXED);
-		out->held -= purged < cap * bs ? purged : cap * bs;
-	}
-	/* block_size, not size_class: the owner stores it atomically. */
-	struct tl_pool_class_stats *c = &out->classes[tl_size_to_class(bs)];
-	c->allocs += __atomic_load_n(&page->allocs, __ATOMIC_RELAXED);
-	c->pages++;
-	c->carved += cap;
-	if (cap > avail) {
-		out->live += (cap - avail) * bs;
-		c->live += cap - avail;
-	}
-}
-
-static void stats_walk_locked(struct tl_pool_stats *out)
-{
-	size_t page_size = tl_os_page_size();
-	size_t header = (sizeof(tl_segment) + page_size - 1) & ~(page_size - 1);
-	for (const tl_segment *seg = pool.segments; seg != NULL;
-	     seg = seg->next) {
-		out->segments++;
-		if (seg->kind == TL_PAGE_HUGE) {
-			stats_huge_locked(out, seg);
-			continue;
-		}
-		out->held += header;
-		for (uint32_t i = 0; i < seg->page_count; i++) {
-			const tl_page *page = tl_segment_page(seg, i);
-			if (!page->in_pool) {
-				stats_page_locked(out, page);
-				continue;
-			}
-			out->pages_free++;
-			if (page->dirty)
-				out->held += page_area_size(page);
-		}
-	}
-}
-
-void tl_pool_stats_get(struct tl_pool_stats *out)
-{
-	*out = (struct tl_pool_stats){ 0 };
-	tl_lock_acquire(&pool.lock);
-	out->mapped = pool.mapped;
-	out->mapped_peak = pool.mapped_peak;
-	out->segments_peak = pool.segments_peak;
-	out->remote_frees = tl_u64_load_relaxed(&tl_remote_frees);
-	out->purged = pool.purged;
-	out->segments_unmapped = pool.unmapped;
-	out->threads_seen = pool.threads_seen;
-	out->threads_live = pool.heaps_live;
-	out->lock_acquired = pool.lock.acquired;
-	out->lock_waited = tl_u64_load_relaxed(&pool.lock.waited);
-	out->held = pool.heaps_made * sizeof(tl_heap);
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
-		out->classes[cls].allocs =
-			tl_u64_load_relaxed(&tl_class_allocs[cls]);
-	stats_walk_locked(out);
-	tl_lock_release(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
+	heap->next_free = tl_pool.free_heaps;
+	tl_pool.free_heaps = heap;
+	tl_pool.heaps_live--;
+	tl_lock_release(&tl_pool.lock);
 }
 
 void tl_pool_fork_prepare(void)
 {
-	tl_lock_acquire(&pool.lock);
+	tl_lock_acquire(&tl_pool.lock);
 }
 
 void tl_pool_fork_parent(void)
 {
-	tl_lock_release(&pool.lock);
+	tl_lock_release(&tl_pool.lock);
 }
 
 void tl_pool_fork_child(void)
 {
-	tl_lock_reset(&pool.lock);
+	tl_lock_reset(&tl_pool.lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
-	pool.heaps_live = pool.heaps_live > 0 ? 1 : 0;
-	for_each_page_locked(orphan_page, tl_thread_id());
+	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
+	tl_pool_orphan_pages(tl_thread_id());
 }
-
-#if TL_DEBUG > 0
-/* Whether a list's links agree both ways and end where it says (a cycle
- * meets a page whose prev is not the page before it). */
-static bool list_linked(const tl_page_list *l)
-{
-	const tl_page *prev = NULL;
-	for (const tl_page *p = l->first; p != NULL; prev = p, p = p->next)
-		if (p->prev != prev)
-			return false;
-	return l->last == prev;
-}
-
-/* The segment list and what the pool counts of it. */
-static const char *segments_broken(uint64_t *in_pool)
-{
-	const tl_segment *prev = NULL;
-	uint64_t count = 0;
-	size_t mapped = 0;
-	*in_pool = 0;
-	for (const tl_segment *seg = pool.segments; seg != NULL;
-	     prev = seg, seg = seg->next) {
-		if (seg->prev != prev || ++count > pool.segment_count)
-			return "the segment list's links or count are wrong";
-		mapped += seg->map_size;
-		if (seg->kind == TL_PAGE_HUGE)
-			continue;
-		uint32_t used = 0;
-		for (uint32_t i = 0; i < seg->page_count; i++) {
-			const tl_page *page = tl_segment_page(seg, i);
-			if (page_area_size(page) == 0)
-				continue;
-			if (page->in_pool)
-				(*in_pool)++;
-			else
-				used++;
-		}
-		if (used != seg->used_pages)
-			return "a segment's used_pages is not its pages out of "
-			       "the pool";
-	}
-	if (count != pool.segment_count || count > pool.segments_peak)
-		return "segment_count is not the segment list's length";
-	if (mapped != pool.mapped || mapped > pool.mapped_peak)
-		return "mapped is not the segments' bytes";
-	return NULL;
-}
-
-static const char *free_pages_broken(uint64_t in_pool)
-{
-	uint64_t listed = 0;
-	for (int kind = 0; kind < 2; kind++) {
-		if (!list_linked(&pool.free_pages[kind]))
-			return "a free page list's links are broken";
-		for (const tl_page *p = pool.free_pages[kind].first; p != NULL;
-		     p = p->next, listed++) {
-			if (!p->in_pool || p->slice_offset != 0 ||
-			    p->kind != kind ||
-			    tl_segment_of(p->start)->kind != (uint32_t)kind)
-				return "a free page list holds a page not "
-				       "free, or of another kind";
-			if (tl_uptr_load_relaxed(&p->owner) != TL_OWNER_FREE)
-				return "a free page has an owner";
-			if (p->dirty && p->purge_at_ms < pool.next_purge_ms)
-				return "a dirty free page is due before the "
-				       "next purge";
-		}
-	}
-	if (listed != in_pool)
-		return "pages flagged in_pool are not the free lists' pages";
-	return NULL;
-}
-
-static const char *abandoned_broken(void)
-{
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
-		if (!list_linked(&pool.abandoned[cls]))
-			return "an abandoned list's links are broken";
-		for (const tl_page *p = pool.abandoned[cls].first; p != NULL;
-		     p = p->next) {
-			if (p->in_pool || p->size_class != cls)
-				return "an abandoned list holds a free page, "
-				       "or one of another class";
-			tl_page_check(p, TL_OWNER_ABANDONED, true);
-		}
-	}
-	return NULL;
-}
-
-static const char *huge_cache_broken(void)
-{
-	size_t bytes = 0;
-	uint32_t count = 0;
-	for (const tl_segment *seg = pool.huge_cache; seg != NULL;
-	     seg = seg->cache_next) {
-		if (++count > pool.huge_count)
-			return "the huge cache is longer than huge_count";
-		if (seg->kind != TL_PAGE_HUGE || seg->used_pages != 0 ||
-		    tl_uptr_load_relaxed(&seg->slices[0].owner) !=
-			    TL_OWNER_FREE)
-			return "the huge cache holds a live segment";
-		if (seg->cached_until_ms < pool.next_purge_ms)
-			return "a cached huge segment is due before the next "
-			       "purge";
-		bytes += seg->map_size;
-	}
-	if (count != pool.huge_count || bytes != pool.huge_cached)
-		return "huge_count or huge_cached is not the cache's";
-	return NULL;
-}
-
-bool tl_pool_check_locked(void)
-{
-	uint64_t in_pool;
-	const char *bad;
-	if (tl_u32_load_relaxed(&pool.lock.state) == 0)
-		bad = "the pool lock is not held";
-	else if ((bad = segments_broken(&in_pool)) == NULL &&
-		 (bad = free_pages_broken(in_pool)) == NULL &&
-		 (bad = abandoned_broken()) == NULL)
-		bad = huge_cache_broken();
-	if (bad != NULL)
-		tl_fatal("tl_pool_check_locked", &pool, bad);
-	return true;
-}
-
-bool tl_pool_check(void)
-{
-	tl_lock_acquire(&pool.lock);
-	tl_pool_check_locked();
-	tl_lock_release(&pool.lock);
-	return true;
-}
-#endif

@@ -3,10 +3,12 @@
  * JSON form (tl_stats_json), and the same printed for a person
  * (tl_stats_print, and at exit with the show_stats option).
  *
- * The figures come from the pool (see tl_pool_stats_get): memory mapped,
- * held and live, what purges gave back, threads, the pool lock, and per
- * size class the pages and blocks found by a walk of every page.  The
- * calling thread's heap is counted first, so its own figures are exact.
+ * The figures come from the pool: tl_pool_stats_get (below) takes the pool
+ * lock (pool.h) and walks every segment and page: memory mapped, held and
+ * live, what purges gave back, threads, the pool lock, and per size class
+ * the pages and blocks.  It reads the counters of pages other heaps own
+ * relaxed, as a snapshot.  The calling thread's heap is counted first, so
+ * its own figures are exact.
  * Nothing here allocates: the text is made by a formatter of its own into
  * the caller's buffer or onto the stack and written with write(2), so it
  * works at exit and from any state.
@@ -16,10 +18,111 @@
 #include "tlmalloc.h"
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
+#include "tlmalloc/pool.h"
 #include "tlmalloc/profile.h"
 
 _Static_assert(TL_STATS_CLASSES == TL_CLASSES - 1,
 	       "one entry of tl_stats.classes per size class");
+
+/* ---- the pool walk ---- */
+
+/*
+ * Bytes held and bytes live, page by page: a snapshot that reads other
+ * heaps' counters (relaxed).  Held: what has been touched and not given
+ * back - the blocks carved of owned pages (less what an abandoned page
+ * gave back inside its free blocks), dirty free pages, segment headers,
+ * huge blocks, heap structs; never-touched or purged memory is not held.
+ * Live: carved blocks not counted free; frees not yet collected count as
+ * live, a queue head's uncounted pops do not (see tl_page).
+ */
+static void stats_huge_locked(struct tl_pool_stats *out, const tl_segment *seg)
+{
+	out->held += seg->map_size;
+	if (seg->used_pages == 0) {
+		out->huge_cached += seg->map_size;	/* cached: not live */
+		return;
+	}
+	out->live += seg->map_size;
+	out->huge_blocks++;
+	out->huge_bytes += seg->map_size;
+}
+
+/* A page some heap owns, abandoned, or cached empty by its heap. */
+static void stats_page_locked(struct tl_pool_stats *out, const tl_page *page)
+{
+	uintptr_t owner = tl_uptr_load_acquire(&page->owner);
+	/* frees from other threads its owner has not collected yet */
+	out->remote_frees +=
+		tl_remote_count(tl_uptr_load_relaxed(&page->thread_free));
+	size_t cap = __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+	size_t avail = __atomic_load_n(&page->avail, __ATOMIC_RELAXED);
+	size_t bs = __atomic_load_n(&page->block_size, __ATOMIC_RELAXED);
+	out->held += cap * bs;
+	if (owner == TL_OWNER_FREE || bs == 0 || bs > TL_MEDIUM_MAX)
+		return;
+	if (owner == TL_OWNER_ABANDONED) {
+		out->pages_abandoned++;
+		size_t purged = __atomic_load_n(&page->purged,
+						__ATOMIC_RELAXED);
+		out->held -= purged < cap * bs ? purged : cap * bs;
+	}
+	/* block_size, not size_class: the owner stores it atomically. */
+	struct tl_pool_class_stats *c = &out->classes[tl_size_to_class(bs)];
+	c->allocs += __atomic_load_n(&page->allocs, __ATOMIC_RELAXED);
+	c->pages++;
+	c->carved += cap;
+	if (cap > avail) {
+		out->live += (cap - avail) * bs;
+		c->live += cap - avail;
+	}
+}
+
+static void stats_walk_locked(struct tl_pool_stats *out)
+{
+	size_t page_size = tl_os_page_size();
+	size_t header = (sizeof(tl_segment) + page_size - 1) & ~(page_size - 1);
+	for (const tl_segment *seg = tl_pool.segments; seg != NULL;
+	     seg = seg->next) {
+		out->segments++;
+		if (seg->kind == TL_PAGE_HUGE) {
+			stats_huge_locked(out, seg);
+			continue;
+		}
+		out->held += header;
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			const tl_page *page = tl_segment_page(seg, i);
+			if (!page->in_pool) {
+				stats_page_locked(out, page);
+				continue;
+			}
+			out->pages_free++;
+			if (page->dirty)
+				out->held += tl_page_area_size(page);
+		}
+	}
+}
+
+void tl_pool_stats_get(struct tl_pool_stats *out)
+{
+	*out = (struct tl_pool_stats){ 0 };
+	tl_lock_acquire(&tl_pool.lock);
+	out->mapped = tl_pool.mapped;
+	out->mapped_peak = tl_pool.mapped_peak;
+	out->segments_peak = tl_pool.segments_peak;
+	out->remote_frees = tl_u64_load_relaxed(&tl_remote_frees);
+	out->purged = tl_pool.purged;
+	out->segments_unmapped = tl_pool.unmapped;
+	out->threads_seen = tl_pool.threads_seen;
+	out->threads_live = tl_pool.heaps_live;
+	out->lock_acquired = tl_pool.lock.acquired;
+	out->lock_waited = tl_u64_load_relaxed(&tl_pool.lock.waited);
+	out->held = tl_pool.heaps_made * sizeof(tl_heap);
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
+		out->classes[cls].allocs =
+			tl_u64_load_relaxed(&tl_class_allocs[cls]);
+	stats_walk_locked(out);
+	tl_lock_release(&tl_pool.lock);
+}
 
 /* ---- the snapshot ---- */
 

@@ -362,7 +362,7 @@ bool tl_segment_is_ours(const void *p);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 		      size_t *size);
 
-/* ---- the global pool (pool.c) ---- */
+/* ---- the global pool (pool.c and the files of pool.h) ---- */
 /* Pages and blocks of one size class, in pages some heap owns or abandoned. */
 struct tl_pool_class_stats {
 	uint64_t allocs;	/* blocks handed out, in all (TL_COUNTS) */
@@ -406,7 +406,8 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls);
  * formatted for it and owned by heap; NULL if none (no mapping). */
 tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
-/* Keep a freed huge segment for reuse (false: too big or unusual, unmap). */
+/* Keep a freed huge segment for reuse (false: too big or unusual, unmap);
+ * huge_cache.c. */
 bool tl_pool_cache_huge(tl_segment *seg);
 /* The cached huge segment closest to a block of size bytes: the smallest
  * that holds it, else the largest (large.c cuts or grows it); NULL when
@@ -462,7 +463,7 @@ bool tl_page_check(const tl_page *page, uintptr_t owner, bool counted);
  */
 bool tl_heap_check(const tl_heap *heap);
 /*
- * tl_pool_check_locked (pool.c): the caller holds the pool lock; the
+ * tl_pool_check_locked (pool_check.c): the caller holds the pool lock; the
  * segment list is well linked and its count and bytes are the pool's; each
  * free page list holds free leaders of its kind, flagged in_pool, as many
  * as the segments say; each segment's used_pages counts its pages out of
@@ -698,7 +699,7 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 /*
  * The stores before it stay before the stores after it, as a forked child
  * sees them, so an update cut by a fork in another thread leaves no block
- * on two lists (page.c explains; the child counts such pages, pool.c
+ * on two lists (page.c explains; the child counts such pages, abandoned.c
  * "orphaned").  The child sees what the thread's stores had reached when
  * its pages were shared: x86-64 makes them visible in program order, so
  * only the compiler must keep it (no code); arm64 may not, so a

@@ -1,0 +1,182 @@
+/*
+ * abandoned.c - the pool's pages that no live thread owns: a heap's pages
+ * with live blocks, abandoned when its thread exits, and in a fork child
+ * the pages of the threads that did not survive the fork (orphans, which
+ * become abandoned pages).  Any heap adopts an abandoned page of the class
+ * it needs; one whose blocks other threads have all freed since goes back
+ * to the free pages (reclaimed), at a purge or when memory runs out.
+ *
+ * Why the orphans and the reclaim are here: an orphan is an abandoned page
+ * not yet counted, and reclaiming walks the abandoned lists; both turn
+ * pages nobody owns into abandoned or free ones, this file's one concept.
+ *
+ * Locking rule (pool.h): the abandoned lists and the orphans flag are the
+ * pool's, under tl_pool.lock; under it, an owner word TL_OWNER_ABANDONED
+ * means "on an abandoned list".  tl_pool_orphan_pages alone runs without
+ * it: in the fork child, before any other thread can exist.
+ */
+#include <stdint.h>
+
+#include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
+#include "tlmalloc/os.h"
+#include "tlmalloc/pool.h"
+
+/* An abandoned page of class cls, now heap's: under the lock, an owner
+ * ABANDONED means "on the list". */
+tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls)
+{
+	tl_pool_adopt_orphans_locked();
+	tl_page *page = tl_pool.abandoned[cls].first;
+	if (page == NULL)
+		return NULL;
+	tl_list_remove(&tl_pool.abandoned[cls], page);
+	/* its given-back blocks are the new owner's to touch */
+	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
+	tl_uptr_store_release(&page->owner, heap->id);
+	return page;
+}
+
+tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
+{
+	tl_lock_acquire(&tl_pool.lock);
+	tl_page *page = tl_pool_adopt_locked(heap, cls);
+	tl_lock_release(&tl_pool.lock);
+	if (page != NULL)
+		tl_page_collect(page);
+	return page;
+}
+
+void tl_pool_abandon_pages(tl_page_list *pages)
+{
+	if (pages->first == NULL)
+		return;
+	uint64_t when = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
+	tl_page *page;
+	tl_lock_acquire(&tl_pool.lock);
+	while ((page = pages->first) != NULL) {
+		tl_list_remove(pages, page);
+		tl_list_push_back(&tl_pool.abandoned[page->size_class], page);
+		/* Under the lock, once listed: an ABANDONED owner means "on
+		 * the list". */
+		tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	}
+	/* Their blocks are often freed by other threads soon after: a purge
+	 * pass then finds the pages empty and takes them back. */
+	tl_pool_note_purge_at_locked(when);
+	bool wake = tl_pool.threaded;
+	tl_assert_expensive(tl_pool_check_locked());
+	tl_lock_release(&tl_pool.lock);
+	if (wake)
+		tl_purger_wake();
+}
+
+/* An empty page nobody owns goes back to the free list, due now. */
+static void give_unowned_locked(tl_page *page, uint64_t now)
+{
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+	page->dirty = 1;
+	page->purge_at_ms = now;
+	page->in_pool = 1;
+	tl_segment_of(page->start)->used_pages--;
+	tl_list_push_front(&tl_pool.free_pages[page->kind], page);
+}
+
+/*
+ * Abandoned pages whose blocks other threads have all freed since come back
+ * to the pool as free, dirty pages, due now.  Nobody owns an abandoned page:
+ * under the pool lock its lists are ours to count (other threads only push
+ * on thread_free, atomically).
+ */
+void tl_pool_reclaim_abandoned_locked(uint64_t now)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page *page, *next;
+		for (page = tl_pool.abandoned[cls].first; page != NULL;
+		     page = next) {
+			next = page->next;
+			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+				continue;
+			tl_page_collect(page);
+			if (page->avail != page->capacity)
+				continue;
+			tl_list_remove(&tl_pool.abandoned[cls], page);
+			give_unowned_locked(page, now);
+		}
+	}
+}
+
+/*
+ * fork: in the child only the forking thread runs on.  The pages the other
+ * threads' heaps owned (not the forking thread's, not the shared heap's)
+ * are marked orphaned by tl_pool_fork_child, before any new thread could
+ * be given a dead one's thread pointer for its id; frees into them go the
+ * way of abandoned pages (thread_free).  Here, at the first page taken or
+ * purge after the fork, they are counted and become abandoned pages, or
+ * free ones if empty, so blocks the child frees there are reused.  The
+ * counting is not done in the fork handler, so a child that only execs
+ * pays for the marking walk alone.  (A dead heap's few cached empty pages
+ * stay where they are.)
+ */
+static void for_each_page_locked(void (*fn)(tl_page *, uint64_t), uint64_t arg)
+{
+	for (tl_segment *seg = tl_pool.segments; seg != NULL; seg = seg->next) {
+		if (seg->kind == TL_PAGE_HUGE)
+			continue;
+		for (uint32_t i = 0; i < seg->page_count; i++) {
+			tl_page *page = tl_segment_page(seg, i);
+			if (!page->in_pool)
+				fn(page, arg);
+		}
+	}
+}
+
+/* arg: the forking thread's id. */
+static void orphan_page(tl_page *page, uint64_t arg)
+{
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
+	if (owner < TL_OWNER_MARKERS || id == (uintptr_t)arg ||
+	    id == tl_shared_heap_id())
+		return;
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ORPHAN);
+	tl_pool.orphans = true;
+}
+
+void tl_pool_orphan_pages(uint64_t self)
+{
+	for_each_page_locked(orphan_page, self);
+}
+
+/* arg: now, in ms. */
+static void adopt_orphan_locked(tl_page *page, uint64_t arg)
+{
+	if (tl_uptr_load_relaxed(&page->owner) != TL_OWNER_ORPHAN)
+		return;
+	tl_page_count_avail(page);	/* a queue head's avail meant nothing */
+	tl_page_collect(page);
+	if (page->avail == page->capacity) {
+		give_unowned_locked(page, arg);
+		return;
+	}
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	tl_list_push_back(&tl_pool.abandoned[page->size_class], page);
+}
+
+void tl_pool_adopt_orphans_locked(void)
+{
+	if (tl_likely(!tl_pool.orphans))
+		return;
+	tl_pool.orphans = false;
+	uint64_t now = tl_os_now_ms();
+	for_each_page_locked(adopt_orphan_locked, now);
+	tl_pool_note_purge_at_locked(now);
+}
+
+void tl_pool_reclaim_abandoned(void)
+{
+	tl_lock_acquire(&tl_pool.lock);
+	tl_pool_adopt_orphans_locked();
+	tl_pool_reclaim_abandoned_locked(tl_os_now_ms());
+	tl_lock_release(&tl_pool.lock);
+}
