@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/profile.h"
 #if TL_SECURE
@@ -172,6 +173,12 @@ __attribute__((noreturn)) static void size_mismatch(const char *call,
 static void sized_check(const char *call, const void *p, size_t size,
 			size_t alignment)
 {
+	if (tl_unlikely(tl_guarded_holds(p))) {
+		size_t usable = tl_guarded_usable(call, p);
+		if (size > usable)
+			size_mismatch(call, p, size, usable);
+		return;
+	}
 	if (p == NULL || !tl_segment_is_ours(p))
 		return;
 	tl_segment *seg = tl_segment_of(p);
@@ -289,6 +296,10 @@ void tl_free_slow(void *p)
 {
 	if (p == NULL)
 		return;
+	if (tl_unlikely(tl_guarded_holds(p))) {
+		tl_guarded_free("free", p);
+		return;
+	}
 	if (!tl_segment_is_ours(p))
 		tl_fatal("free", p, "not allocated by tlmalloc");
 	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
