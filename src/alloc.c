@@ -148,10 +148,11 @@ void *tl_realloc_impl(void *p, size_t size)
 {
 	if (p == NULL)
 		return tl_malloc_local(size);
-	if (tl_unlikely(tl_guarded_holds(p)))
-		return tl_guarded_realloc(p, size);
-	if (!tl_segment_is_ours(p))
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p))
+			return tl_guarded_realloc(p, size);
 		tl_fatal("realloc", p, "not allocated by tlmalloc");
+	}
 	if (size == 0) {	/* glibc: free and return NULL */
 		tl_free_local(p);
 		return NULL;

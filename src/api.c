@@ -140,10 +140,11 @@ size_t tl_usable_size(const void *ptr)
 {
 	if (ptr == NULL)
 		return 0;
-	if (tl_unlikely(tl_guarded_holds(ptr)))
-		return tl_guarded_usable("malloc_usable_size", ptr);
-	if (!tl_segment_is_ours(ptr))
+	if (!tl_segment_is_ours(ptr)) {
+		if (tl_guarded_holds(ptr))
+			return tl_guarded_usable("malloc_usable_size", ptr);
 		tl_fatal("malloc_usable_size", ptr, "not allocated by tlmalloc");
+	}
 	return tl_block_usable("malloc_usable_size", ptr);
 }
 

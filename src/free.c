@@ -173,14 +173,13 @@ __attribute__((noreturn)) static void size_mismatch(const char *call,
 static void sized_check(const char *call, const void *p, size_t size,
 			size_t alignment)
 {
-	if (tl_unlikely(tl_guarded_holds(p))) {
-		size_t usable = tl_guarded_usable(call, p);
-		if (size > usable)
-			size_mismatch(call, p, size, usable);
+	if (p == NULL)
+		return;
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p) && size > tl_guarded_usable(call, p))
+			size_mismatch(call, p, size, tl_guarded_usable(call, p));
 		return;
 	}
-	if (p == NULL || !tl_segment_is_ours(p))
-		return;
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
@@ -296,12 +295,13 @@ void tl_free_slow(void *p)
 {
 	if (p == NULL)
 		return;
-	if (tl_unlikely(tl_guarded_holds(p))) {
-		tl_guarded_free("free", p);
-		return;
-	}
-	if (!tl_segment_is_ours(p))
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p)) {
+			tl_guarded_free("free", p);
+			return;
+		}
 		tl_fatal("free", p, "not allocated by tlmalloc");
+	}
 	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
 	tl_purger_poll();
 }
