@@ -35,9 +35,10 @@
  * the next one of the class is a candidate again.
  *
  * Quarantine: a freed slot's data page goes back to PROT_NONE and its
- * memory to the OS (madvise), and the slot is not reused before half the
- * pool's slots have been handed out after its free; until then a use
- * after free of its block faults.  A sample that finds no slot ready is
+ * memory to the OS (madvise), and the slot is not reused before half as
+ * many allocations as the pool has slots have been sampled after its free
+ * (guarded or not: the clock runs on when every slot waits); until then a
+ * use after free of its block faults.  A sample that finds no slot ready is
  * counted (missed) and the allocation goes on unguarded.
  *
  * Locking: none.  A slot's state goes FREE -> TAKING -> LIVE -> FREEING
@@ -72,7 +73,7 @@ struct slot {
 	uint32_t depth;		/* frames in pc */
 	uintptr_t block;	/* the block's address; 0 if never used */
 	size_t size;		/* the size asked for */
-	uint64_t freed_at;	/* blocks taken before its free (quarantine) */
+	uint64_t freed_at;	/* samples before its free (quarantine) */
 	uintptr_t pc[GUARDED_DEPTH];	/* allocation stack, innermost first */
 };
 
@@ -84,6 +85,7 @@ static uint32_t slot_count;
 static size_t page;			/* the OS page */
 static uint8_t *first;			/* slot 0's guard page */
 static tl_atomic_u64 candidates;	/* allocations offered, for the rate */
+static tl_atomic_u64 samples;		/* allocations sampled, guarded or not */
 static tl_atomic_u64 cursor;		/* where the next search starts */
 static tl_atomic_u64 taken;		/* blocks guarded, in all */
 static tl_atomic_u64 freed;
@@ -124,7 +126,8 @@ void tl_guarded_init(void)
 /* A FREE slot out of quarantine, now TAKING; NULL if none. */
 static struct slot *take_slot(void)
 {
-	uint64_t now = tl_u64_load_relaxed(&taken);
+	uint64_t now = atomic_fetch_add_explicit(&samples.v, 1,
+						 memory_order_relaxed);
 	uint64_t quarantine = slot_count / 2;
 	for (uint32_t k = 0; k < slot_count; k++) {
 		uint64_t i = atomic_fetch_add_explicit(&cursor.v, 1,
@@ -209,7 +212,7 @@ void tl_guarded_free(const char *call, void *p)
 	if (!tl_os_guard(data, page))
 		tl_fatal(call, p, "guarded block: mprotect refused");
 	tl_os_purge(data, page);
-	s->freed_at = tl_u64_load_relaxed(&taken);
+	s->freed_at = tl_u64_load_relaxed(&samples);
 	tl_u64_add_relaxed(&freed, 1);
 	tl_u32_store_release(&s->state, SLOT_FREE);
 }

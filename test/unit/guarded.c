@@ -421,10 +421,11 @@ static void threads_child(void)
 				free(h);
 			}
 		}
-	/* glibc keeps a block per exited thread (its cached stack's DTV) */
+	/* The C library keeps a few blocks for the threads it ran (the DTV
+	 * of each cached stack, ...): a handful, not the thousands freed. */
 	struct tl_stats st = stats();
 	CHECKF(st.guarded_total > 100 &&
-	       st.guarded_live <= live_before + THREADS,
+	       st.guarded_live <= live_before + 2 * THREADS,
 	       "guarded %llu, live %llu (was %llu)",
 	       (unsigned long long)st.guarded_total,
 	       (unsigned long long)st.guarded_live,
