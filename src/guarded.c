@@ -109,6 +109,8 @@ void tl_guarded_init(void)
 	page = tl_os_page_size();
 	size_t room = (TL_SEGMENT_SIZE - TL_SEGMENT_HEADER - page) / (2 * page);
 	size_t n = (size_t)tl_option(TL_OPT_guarded_slots);
+	if (room > GUARDED_SLOTS_MAX)	/* the option's greatest value */
+		room = GUARDED_SLOTS_MAX;
 	slot_count = (uint32_t)(n < room ? n : room);
 	uint8_t *base = tl_os_map_aligned(TL_SEGMENT_SIZE, TL_SEGMENT_SIZE, 0);
 	if (base == NULL)
