@@ -424,7 +424,7 @@ static void threads_child(void)
 	/* The C library keeps a few blocks for the threads it ran (the DTV
 	 * of each cached stack, ...): a handful, not the thousands freed. */
 	struct tl_stats st = stats();
-	CHECKF(st.guarded_total > 100 &&
+	CHECKF(st.guarded_total > 20 &&
 	       st.guarded_live <= live_before + 2 * THREADS,
 	       "guarded %llu, live %llu (was %llu)",
 	       (unsigned long long)st.guarded_total,
