@@ -81,7 +81,7 @@ TL_API int tl_option_set(const char *name, long value);
  * there).  Both settle when the page is next counted (its heap's sweep,
  * tl_trim, thread exit).
  */
-#define TL_STATS_VERSION 4
+#define TL_STATS_VERSION 5
 #define TL_STATS_CLASSES 48	/* size classes, smallest first */
 
 struct tl_stats_class {
@@ -140,6 +140,11 @@ struct tl_stats {
 	uint64_t profile_samples_total;	/* blocks sampled since the start */
 	uint64_t profile_dropped;	/* samples its tables had no room for */
 	uint64_t profile_held;		/* bytes it mapped: tables, states */
+	/* Version 5: guarded sampling (docs/secure.md); not in the above. */
+	uint64_t guarded_live;		/* guarded blocks live now */
+	uint64_t guarded_total;		/* blocks guarded since the start */
+	uint64_t guarded_missed;	/* samples with no slot ready */
+	uint64_t guarded_mapped;	/* bytes its pool maps (4 MiB, or 0) */
 };
 
 /*

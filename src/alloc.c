@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/profile.h"
 
 void *tl_heap_alloc(tl_heap *heap, size_t size)
@@ -55,7 +56,8 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
  * class's queue, the page the direct table would point at, the same way
  * before the generic path, which finds a page.  A heap that has none
  * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
- * queue there.
+ * queue there.  What would reach the generic path may be a guarded sample
+ * instead (guarded.c), when the option guarded_rate is on.
  */
 void *tl_malloc_slow(size_t size)
 {
@@ -66,6 +68,11 @@ void *tl_malloc_slow(size_t size)
 			if (tl_likely(block != NULL))
 				return block;
 		}
+	}
+	if (tl_unlikely(tl_guarded_span != 0)) {
+		void *g = tl_guarded_malloc(size);
+		if (g != NULL)
+			return g;
 	}
 	void *p = tl_malloc_generic(tl_heap_local, size);
 	tl_purger_poll();
@@ -141,8 +148,11 @@ void *tl_realloc_impl(void *p, size_t size)
 {
 	if (p == NULL)
 		return tl_malloc_local(size);
-	if (!tl_segment_is_ours(p))
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p))
+			return tl_guarded_realloc(p, size);
 		tl_fatal("realloc", p, "not allocated by tlmalloc");
+	}
 	if (size == 0) {	/* glibc: free and return NULL */
 		tl_free_local(p);
 		return NULL;

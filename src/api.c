@@ -22,6 +22,7 @@
 
 #include "tlmalloc.h"
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/os.h"
 
 #define TL_STR2(x) #x
@@ -139,8 +140,11 @@ size_t tl_usable_size(const void *ptr)
 {
 	if (ptr == NULL)
 		return 0;
-	if (!tl_segment_is_ours(ptr))
+	if (!tl_segment_is_ours(ptr)) {
+		if (tl_guarded_holds(ptr))
+			return tl_guarded_usable("malloc_usable_size", ptr);
 		tl_fatal("malloc_usable_size", ptr, "not allocated by tlmalloc");
+	}
 	return tl_block_usable("malloc_usable_size", ptr);
 }
 

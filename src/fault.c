@@ -1,5 +1,6 @@
 /*
- * fault.c - free of a pointer whose would-be descriptor is unmapped.
+ * fault.c - the SIGSEGV handler: free of a pointer whose would-be
+ * descriptor is unmapped, and the faults of guarded sampling.
  *
  * free's fast path reads the owner word of the descriptor at p's 4 MiB-
  * aligned base before it knows whether p is tlmalloc's.  For a pointer
@@ -23,11 +24,19 @@
  * A handler the program installs later replaces this one; such frees then
  * fault as they would without it.  GWP-ASan (LLVM's, tcmalloc's, Android's
  * allocators) installs and chains its handler the same way.
+ *
+ * The same handler reports the faults of guarded sampling (guarded.c):
+ * with the option guarded_rate on it is installed on every machine, and a
+ * fault inside the guarded pool is reported there as an overflow,
+ * underflow or use after free, then abort; the others go on as above.
  */
 #define _GNU_SOURCE	/* REG_RIP, REG_RDI */
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
+
+static struct sigaction prev_action;
 
 #if TL_FREE_PROBES
 #include <ucontext.h>
@@ -37,8 +46,6 @@ extern const int32_t __start_tl_free_probes[]
 	__attribute__((visibility("hidden")));
 extern const int32_t __stop_tl_free_probes[]
 	__attribute__((visibility("hidden")));
-
-static struct sigaction prev_action;
 
 static bool is_probe(uintptr_t pc)
 {
@@ -58,11 +65,25 @@ static bool is_probe(uintptr_t pc)
 #define TL_FAULT_PTR(uc) ((void *)(uc)->uc_mcontext.regs[0])
 #endif
 
-static void on_segv(int sig, siginfo_t *info, void *context)
+/* A fault at a probe of free: report the foreign free. */
+static void check_probe(void *context)
 {
 	ucontext_t *uc = context;
-	if (is_probe(TL_FAULT_PC(uc)))
+	if (tl_option(TL_OPT_catch_foreign) && is_probe(TL_FAULT_PC(uc)))
 		tl_fatal("free", TL_FAULT_PTR(uc), "not allocated by tlmalloc");
+}
+#else
+static void check_probe(void *context)
+{
+	(void)context;
+}
+#endif
+
+static void on_segv(int sig, siginfo_t *info, void *context)
+{
+	check_probe(context);
+	if (info->si_code > 0)		/* a fault, not a signal sent */
+		tl_guarded_fault(info->si_addr);
 	if ((prev_action.sa_flags & SA_SIGINFO) &&
 	    prev_action.sa_sigaction != NULL) {
 		prev_action.sa_sigaction(sig, info, context);
@@ -79,13 +100,11 @@ static void on_segv(int sig, siginfo_t *info, void *context)
 					 prev_action.sa_handler == SIG_DFL);
 }
 
+/* After tl_guarded_init: the handler is wanted for the probes or for the
+ * guarded pool. */
 void tl_fault_init(void)
 {
-	if (tl_option(TL_OPT_catch_foreign))
+	if ((TL_FREE_PROBES && tl_option(TL_OPT_catch_foreign)) ||
+	    tl_guarded_span != 0)
 		tl_os_catch_segv(on_segv, &prev_action);
 }
-#else
-void tl_fault_init(void)
-{
-}
-#endif

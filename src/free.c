@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/profile.h"
 #if TL_SECURE
@@ -172,8 +173,13 @@ __attribute__((noreturn)) static void size_mismatch(const char *call,
 static void sized_check(const char *call, const void *p, size_t size,
 			size_t alignment)
 {
-	if (p == NULL || !tl_segment_is_ours(p))
+	if (p == NULL)
 		return;
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p) && size > tl_guarded_usable(call, p))
+			size_mismatch(call, p, size, tl_guarded_usable(call, p));
+		return;
+	}
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
@@ -295,8 +301,13 @@ void tl_free_slow(void *p)
 {
 	if (p == NULL)
 		return;
-	if (!tl_segment_is_ours(p))
+	if (!tl_segment_is_ours(p)) {
+		if (tl_guarded_holds(p)) {
+			tl_guarded_free("free", p);
+			return;
+		}
 		tl_fatal("free", p, "not allocated by tlmalloc");
+	}
 	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
 	tl_purger_poll();
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "tlmalloc.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/internal.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
@@ -87,6 +88,7 @@ void tl_process_init(void)
 	tl_options_init();
 	tl_profile_init();
 	tl_segment_shadow_objects();
+	tl_guarded_init();
 	tl_fault_init();
 	atexit(tl_profile_at_exit);	/* does nothing unless it profiled */
 	if (tl_option(TL_OPT_show_stats))

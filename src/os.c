@@ -298,6 +298,7 @@ void tl_os_random(void *buf, size_t len)
 	}
 	errno = saved;
 }
+#endif
 
 bool tl_os_guard(void *addr, size_t size)
 {
@@ -316,7 +317,6 @@ bool tl_os_unguard(void *addr, size_t size)
 	errno = saved;
 	return r == 0;
 }
-#endif
 
 void tl_os_map_shadow(uintptr_t addr, size_t size)
 {

@@ -61,11 +61,12 @@
 
 #include "tlmalloc.h"
 #include "tlmalloc/fastpath.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
 
-#define PROF_DEPTH 32			/* frames kept per stack */
+#define PROF_DEPTH TL_PROFILE_STACK_MAX	/* frames kept per stack */
 #define PROF_STACKS 4096		/* distinct stacks */
 #define PROF_SAMPLES 65536		/* live samples */
 #define PROF_PATH_MAX 4096
@@ -562,7 +563,8 @@ static bool frame_is_ours(uintptr_t fn)
 		(uintptr_t)tl_memalign, (uintptr_t)tl_valloc,
 		(uintptr_t)tl_pvalloc, (uintptr_t)tl_alloc_aligned,
 		(uintptr_t)tl_calloc_impl, (uintptr_t)tl_realloc_impl,
-		(uintptr_t)tl_large_alloc,
+		(uintptr_t)tl_large_alloc, (uintptr_t)tl_guarded_malloc,
+		(uintptr_t)tl_guarded_realloc, (uintptr_t)tl_profile_stack,
 #ifndef TL_NO_OVERRIDE
 		(uintptr_t)_Znwm, (uintptr_t)_Znam,
 		(uintptr_t)_ZnwmRKSt9nothrow_t, (uintptr_t)_ZnamRKSt9nothrow_t,
@@ -604,6 +606,11 @@ static TL_NOINLINE unsigned capture(uintptr_t *pc)
 	return 0;
 }
 #endif
+
+unsigned tl_profile_stack(uintptr_t *pc)
+{
+	return capture(pc);
+}
 
 static uint64_t stack_hash(const uintptr_t *pc, unsigned depth)
 {
@@ -1047,7 +1054,7 @@ static size_t append_hex(char *buf, size_t n, size_t cap, uintptr_t v)
 }
 
 /* One frame as "function+0xoff (object)", or the address. */
-static size_t append_frame(char *buf, size_t n, size_t cap, uintptr_t pc)
+size_t tl_profile_append_frame(char *buf, size_t n, size_t cap, uintptr_t pc)
 {
 	Dl_info info;
 	if (dladdr((void *)(pc - 1), &info) != 0 && info.dli_fname != NULL) {
@@ -1121,7 +1128,7 @@ static void leak_report_locked(const char *path)
 		for (unsigned f = 0; f < st->depth && f < LEAK_FRAMES; f++) {
 			if (f > 0)
 				n = append(buf, n, cap, " <- ");
-			n = append_frame(buf, n, cap, st->pc[f]);
+			n = tl_profile_append_frame(buf, n, cap, st->pc[f]);
 		}
 		buf[n++] = '\n';
 		tl_os_write_stderr(buf, n);

@@ -18,6 +18,7 @@
 #include "tlmalloc.h"
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
+#include "tlmalloc/guarded.h"
 #include "tlmalloc/pool.h"
 #include "tlmalloc/profile.h"
 
@@ -187,6 +188,12 @@ static void snapshot(struct tl_stats *st)
 	st->profile_samples_total = prof.samples_total;
 	st->profile_dropped = prof.dropped;
 	st->profile_held = prof.held;
+	struct tl_guarded_stats g;
+	tl_guarded_stats_get(&g);
+	st->guarded_live = g.live;
+	st->guarded_total = g.total;
+	st->guarded_missed = g.missed;
+	st->guarded_mapped = g.mapped;
 }
 
 size_t tl_stats_get(struct tl_stats *out, size_t size)
@@ -322,6 +329,10 @@ static void json_write(struct out *o, const struct tl_stats *st)
 	json_field(o, "profile_samples_total", st->profile_samples_total);
 	json_field(o, "profile_dropped", st->profile_dropped);
 	json_field(o, "profile_held", st->profile_held);
+	json_field(o, "guarded_live", st->guarded_live);
+	json_field(o, "guarded_total", st->guarded_total);
+	json_field(o, "guarded_missed", st->guarded_missed);
+	json_field(o, "guarded_mapped", st->guarded_mapped);
 	put(o, ",\"classes\":[");
 	bool first = true;
 	for (unsigned i = 0; i < st->class_count; i++) {
@@ -384,6 +395,15 @@ static void print_counts(struct out *o, const struct tl_stats *st)
 	put(o, " acquisitions, ");
 	put_u64(o, st->lock_waited);
 	put(o, " had to wait\n");
+	if (st->guarded_mapped != 0) {
+		put(o, "  guarded sampling: ");
+		put_u64(o, st->guarded_live);
+		put(o, " blocks live, ");
+		put_u64(o, st->guarded_total);
+		put(o, " guarded, ");
+		put_u64(o, st->guarded_missed);
+		put(o, " samples found no slot\n");
+	}
 	if (st->profile_samples_total == 0 && st->profile_held == 0)
 		return;
 	put(o, "  heap profile: ");

@@ -39,6 +39,20 @@
 	  "by tlmalloc\" instead of a crash; every other fault goes on to "  \
 	  "the handler or default action found (src/fault.c).  0: no "       \
 	  "handler, such a free is a SIGSEGV.  Read at start-up only.")      \
+	X(guarded_rate, 0, 0, 1000000000,                                   \
+	  "Guarded sampling (docs/secure.md): one in N of the allocations "  \
+	  "of at most one OS page that leave malloc's inline path gets an "  \
+	  "OS page of its own, right-aligned before a guard page, and stays "\
+	  "inaccessible for a while after its free: an overflow, underflow "\
+	  "or use after free of it faults and is reported on stderr with "   \
+	  "the block, then abort.  0: off (no cost).  Turned on at start-up "\
+	  "only; at run time it changes N, 0 stops sampling.")               \
+	X(guarded_slots, 128, 1, 256,                                        \
+	  "Guarded sampling: the blocks its pool holds at once, live or "    \
+	  "waiting after their free (an OS page and a guard page each, "     \
+	  "mapped at start-up when guarded_rate is on; at most what one "    \
+	  "4 MiB segment holds: 125 with 16 KiB pages, 31 with 64 KiB).  "  \
+	  "Read at start-up only.")                                          \
 	X(secure_fill, TL_SECURE, 0, TL_SECURE,                              \
 	  "The secure variant's fill of freed blocks: 1 (its default) fills "\
 	  "every freed block up to 64 KiB with 0xdf past its first 16 "      \

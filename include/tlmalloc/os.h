@@ -68,12 +68,12 @@ void tl_os_write_stderr(const char *msg, size_t len);
 /* Fill buf with random bytes (getrandom; a weaker fallback if refused). */
 void tl_os_random(void *buf, size_t len);
 /* Make whole pages inaccessible (a guard), or read-write again; false
- * when the OS refuses. */
+ * when the OS refuses (the secure build, guarded sampling). */
 bool tl_os_guard(void *addr, size_t size);
+bool tl_os_unguard(void *addr, size_t size);
 /* Map size bytes of zeros, read-only, at addr if nothing is mapped there
  * (not counted by the fault_map option); nothing otherwise. */
 void tl_os_map_shadow(uintptr_t addr, size_t size);
-bool tl_os_unguard(void *addr, size_t size);
 
 /*
  * Install fn as the SIGSEGV handler (SA_SIGINFO, SA_ONSTACK, SA_RESTART),

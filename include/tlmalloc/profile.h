@@ -69,6 +69,16 @@ static inline void tl_profile_huge_moved(void *from, void *to)
 		tl_profile_huge_moved_slow(from, to);
 }
 
+/* Frames tl_profile_stack writes at most. */
+#define TL_PROFILE_STACK_MAX 32
+/* The calling allocation's stack, innermost first, tlmalloc's own frames
+ * left out (return addresses; 0 frames where the build has no unwinder):
+ * also for guarded sampling's reports. */
+unsigned tl_profile_stack(uintptr_t *pc) TL_NOINLINE;
+/* Append pc as "function+0xoff (object)" (dladdr), or its address, to
+ * buf holding n of cap bytes; the new length. */
+size_t tl_profile_append_frame(char *buf, size_t n, size_t cap, uintptr_t pc);
+
 /* What the profiler holds, for the statistics (docs/stats.md). */
 struct tl_profile_stats {
 	uint64_t samples;	/* sampled blocks live */

@@ -442,7 +442,8 @@ static void json_malformed(void)
 		"pages",
 		"blocks_carved", "blocks_live", "class_ops_counted", "allocs",
 		"frees", "profile_samples", "profile_samples_total",
-		"profile_dropped", "profile_held",
+		"profile_dropped", "profile_held", "guarded_live",
+		"guarded_total", "guarded_missed", "guarded_mapped",
 	};
 	for (size_t k = 0; k < TEST_COUNT(keys); k++)
 		CHECKF(json_get(buf, keys[k]) != UINT64_MAX, "no %s in %s",
