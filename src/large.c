@@ -28,7 +28,8 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift);
  * a page fault and a zeroing.  A donor larger than the gap gives its tail
  * and goes back to the cache; one that fits goes whole.  Pieces under
  * TL_HUGE_PIECE_MIN, and donors that would split the segment into too
- * many mappings (segment.c), are left: what is not filled stays fresh.  (docs/design.md, "Huge segment", has the figures.)
+ * many mappings (segment.c), are left: what is not filled stays fresh.
+ * (docs/design.md, "Huge segment", has the figures.)
  */
 static void huge_gather(tl_segment *seg, size_t from)
 {

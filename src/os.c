@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
