@@ -1,9 +1,14 @@
 /*
  * atomic.h - atomics with the memory order in the name.
  *
- * Every field shared between threads is a tl_atomic_* type, so a plain read
- * or write of it does not compile: each access says its order.  Thin wrappers
- * over C11 <stdatomic.h>.
+ * The fields whose every access is shared (owner, thread_free, the segment
+ * map, the lock and purger words, the counters) are tl_atomic_* types, so
+ * a plain read or write of them does not compile: each access says its
+ * order.  Thin wrappers over C11 <stdatomic.h>.  A few owner-written page
+ * fields that other threads only read (avail, capacity, block_size,
+ * allocs, slice_limit, sized_min, purged) stay plain for the owner's fast
+ * path and are read elsewhere with relaxed __atomic builtins; docs/design.md,
+ * "Memory order, field by field", lists who writes and reads each, and how.
  */
 #ifndef TLMALLOC_ATOMIC_H
 #define TLMALLOC_ATOMIC_H
