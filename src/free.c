@@ -133,20 +133,6 @@ void tl_free_check(const char *call, const tl_page *page, const void *p,
 	check_block(call, page, p, owner);
 }
 
-/* Append v in decimal at out; returns the digits written. */
-static size_t put_decimal(char *out, size_t v)
-{
-	char tmp[24];
-	size_t n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
-}
-
 static size_t put_text(char *out, const char *text)
 {
 	size_t n = strlen(text);
@@ -160,9 +146,9 @@ __attribute__((noreturn)) static void size_mismatch(const char *call,
 {
 	char what[128];
 	size_t n = put_text(what, "size ");
-	n += put_decimal(what + n, size);
+	n += tl_format_u64(what + n, size, 10);
 	n += put_text(what + n, " does not match the block (");
-	n += put_decimal(what + n, usable);
+	n += tl_format_u64(what + n, usable, 10);
 	n += put_text(what + n, " bytes): freed as another size or type");
 	what[n] = '\0';
 	tl_fatal(call, p, what);

@@ -236,31 +236,6 @@ void *tl_guarded_realloc(void *p, size_t size)
 
 /* ---- the fault report ---- */
 
-static size_t append(char *buf, size_t n, size_t cap, const char *s)
-{
-	size_t len = strlen(s);
-	if (len > cap - n)
-		len = cap - n;
-	memcpy(buf + n, s, len);
-	return n + len;
-}
-
-static size_t append_number(char *buf, size_t n, size_t cap, uint64_t v,
-			    unsigned base)
-{
-	char tmp[24];
-	size_t k = 0;
-	do {
-		tmp[k++] = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v != 0);
-	if (base == 16)
-		n = append(buf, n, cap, "0x");
-	for (; k > 0 && n < cap; k--)
-		buf[n++] = tmp[k - 1];
-	return n;
-}
-
 /* Whether a slot holds or held a block (its figures are meaningful). */
 static bool used(const struct slot *s)
 {
@@ -319,34 +294,34 @@ void tl_guarded_fault(const void *addr)
 	const char *what = classify(a, &s);
 	char buf[1024];
 	size_t cap = sizeof(buf) - 1, n = 0;
-	n = append(buf, n, cap, "tlmalloc: ");
+	n = tl_append(buf, n, cap, "tlmalloc: ");
 	if (what == NULL) {
-		n = append(buf, n, cap, "invalid access at ");
-		n = append_number(buf, n, cap, a, 16);
-		n = append(buf, n, cap, ": guarded memory that holds no block");
+		n = tl_append(buf, n, cap, "invalid access at ");
+		n = tl_append_u64(buf, n, cap, a, 16);
+		n = tl_append(buf, n, cap, ": guarded memory that holds no block");
 	} else {
 		uint64_t size = s->size;
-		n = append(buf, n, cap, what);
-		n = append(buf, n, cap, " at ");
-		n = append_number(buf, n, cap, a, 16);
-		n = append(buf, n, cap, ": ");
+		n = tl_append(buf, n, cap, what);
+		n = tl_append(buf, n, cap, " at ");
+		n = tl_append_u64(buf, n, cap, a, 16);
+		n = tl_append(buf, n, cap, ": ");
 		if (a < s->block) {
-			n = append_number(buf, n, cap, s->block - a, 10);
-			n = append(buf, n, cap, s->block - a == 1
+			n = tl_append_u64(buf, n, cap, s->block - a, 10);
+			n = tl_append(buf, n, cap, s->block - a == 1
 							? " byte before the "
 							: " bytes before the ");
 		} else {
-			n = append(buf, n, cap, "byte ");
-			n = append_number(buf, n, cap, a - s->block, 10);
-			n = append(buf, n, cap, " of the ");
+			n = tl_append(buf, n, cap, "byte ");
+			n = tl_append_u64(buf, n, cap, a - s->block, 10);
+			n = tl_append(buf, n, cap, " of the ");
 		}
-		n = append(buf, n, cap, live(s) ? "" : "freed ");
-		n = append_number(buf, n, cap, size, 10);
-		n = append(buf, n, cap, "-byte block ");
-		n = append_number(buf, n, cap, s->block, 16);
-		n = append(buf, n, cap, " (guarded sample)");
+		n = tl_append(buf, n, cap, live(s) ? "" : "freed ");
+		n = tl_append_u64(buf, n, cap, size, 10);
+		n = tl_append(buf, n, cap, "-byte block ");
+		n = tl_append_u64(buf, n, cap, s->block, 16);
+		n = tl_append(buf, n, cap, " (guarded sample)");
 		for (uint32_t k = 0; k < s->depth && k < GUARDED_DEPTH; k++) {
-			n = append(buf, n, cap, k == 0 ? "; allocated at "
+			n = tl_append(buf, n, cap, k == 0 ? "; allocated at "
 						       : " <- ");
 			n = tl_profile_append_frame(buf, n, cap, s->pc[k]);
 		}

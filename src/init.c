@@ -163,17 +163,9 @@ void tl_assert_fail(const char *func, const char *what)
 
 static size_t format_hex(char *out, uintptr_t v)
 {
-	char tmp[2 * sizeof(v)];
-	size_t n = 0;
-	do {
-		tmp[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v != 0);
 	out[0] = '0';
 	out[1] = 'x';
-	for (size_t i = 0; i < n; i++)
-		out[2 + i] = tmp[n - 1 - i];
-	return n + 2;
+	return 2 + tl_format_u64(out + 2, v, 16);
 }
 
 void tl_fatal(const char *call, const void *p, const char *what)

@@ -61,14 +61,7 @@ static void report_map_failure(size_t size)
 		return;
 	char buf[80] = "tlmalloc: the OS refused a mapping of ";
 	size_t n = strlen(buf);
-	char digits[24];
-	size_t d = 0;
-	do {
-		digits[d++] = (char)('0' + size % 10);
-		size /= 10;
-	} while (size != 0);
-	while (d > 0)
-		buf[n++] = digits[--d];
+	n += tl_format_u64(buf + n, size, 10);
 	memcpy(buf + n, " bytes\n", 7);
 	tl_os_write_stderr(buf, n + 7);
 }

@@ -348,15 +348,7 @@ static const char *error_text(int err)
 
 static size_t put_decimal(char *out, uint64_t v)
 {
-	char tmp[24];
-	size_t n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
+	return tl_format_u64(out, v, 10);
 }
 
 /* The dump's path: prof.path with %p as the process id, then ".seq" for a
@@ -898,15 +890,9 @@ static void put_u64(struct out *o, uint64_t v)
 
 static void put_hex(struct out *o, uintptr_t v)
 {
-	char tmp[20];
-	size_t n = 0;
-	do {
-		tmp[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v != 0);
+	char tmp[TL_FORMAT_MAX];
 	put(o, "0x", 2);
-	for (size_t i = 0; i < n; i++)
-		put(o, &tmp[n - 1 - i], 1);
+	put(o, tmp, tl_format_u64(tmp, v, 16));
 }
 
 static uint64_t rounded(double v)
@@ -1023,36 +1009,6 @@ int tl_profile_dump(const char *path)
 
 /* ---- the leak report ---- */
 
-static size_t append(char *buf, size_t n, size_t cap, const char *s)
-{
-	size_t len = strlen(s);
-	if (len > cap - n)
-		len = cap - n;
-	memcpy(buf + n, s, len);
-	return n + len;
-}
-
-static size_t append_u64(char *buf, size_t n, size_t cap, uint64_t v)
-{
-	char tmp[24];
-	tmp[put_decimal(tmp, v)] = '\0';
-	return append(buf, n, cap, tmp);
-}
-
-static size_t append_hex(char *buf, size_t n, size_t cap, uintptr_t v)
-{
-	char tmp[20];
-	size_t k = 0;
-	do {
-		tmp[k++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v != 0);
-	n = append(buf, n, cap, "0x");
-	for (; k > 0 && n < cap; k--)
-		buf[n++] = tmp[k - 1];
-	return n;
-}
-
 /* One frame as "function+0xoff (object)", or the address. */
 size_t tl_profile_append_frame(char *buf, size_t n, size_t cap, uintptr_t pc)
 {
@@ -1061,17 +1017,19 @@ size_t tl_profile_append_frame(char *buf, size_t n, size_t cap, uintptr_t pc)
 		const char *obj = strrchr(info.dli_fname, '/');
 		obj = obj != NULL ? obj + 1 : info.dli_fname;
 		if (info.dli_sname != NULL) {
-			n = append(buf, n, cap, info.dli_sname);
-			n = append(buf, n, cap, "+");
-			n = append_hex(buf, n, cap, pc - (uintptr_t)info.dli_saddr);
+			n = tl_append(buf, n, cap, info.dli_sname);
+			n = tl_append(buf, n, cap, "+");
+			n = tl_append_u64(buf, n, cap,
+					  pc - (uintptr_t)info.dli_saddr, 16);
 		} else {
-			n = append_hex(buf, n, cap, pc - (uintptr_t)info.dli_fbase);
+			n = tl_append_u64(buf, n, cap,
+					  pc - (uintptr_t)info.dli_fbase, 16);
 		}
-		n = append(buf, n, cap, " (");
-		n = append(buf, n, cap, obj);
-		return append(buf, n, cap, ")");
+		n = tl_append(buf, n, cap, " (");
+		n = tl_append(buf, n, cap, obj);
+		return tl_append(buf, n, cap, ")");
 	}
-	return append_hex(buf, n, cap, pc);
+	return tl_append_u64(buf, n, cap, pc, 16);
 }
 
 #define LEAK_LINES 5
@@ -1101,42 +1059,43 @@ static void leak_report_locked(const char *path)
 		if (at < LEAK_LINES)
 			top[at] = (int)i;
 	}
-	n = append(buf, n, cap, "tlmalloc: leak report: ");
+	n = tl_append(buf, n, cap, "tlmalloc: leak report: ");
 	if (stacks == 0) {
-		n = append(buf, n, cap, "no sampled block is still allocated "
+		n = tl_append(buf, n, cap, "no sampled block is still allocated "
 					"at exit");
 	} else {
-		n = append(buf, n, cap, "about ");
-		n = append_u64(buf, n, cap, rounded(lb));
-		n = append(buf, n, cap, " bytes in ");
-		n = append_u64(buf, n, cap, rounded(lc));
-		n = append(buf, n, cap, " blocks still allocated at exit, from ");
-		n = append_u64(buf, n, cap, stacks);
-		n = append(buf, n, cap, " stacks (estimates from samples, 1 per ");
-		n = append_u64(buf, n, cap, (uint64_t)tl_option(TL_OPT_profile_rate));
-		n = append(buf, n, cap, " bytes on average); probably leaked:");
+		n = tl_append(buf, n, cap, "about ");
+		n = tl_append_u64(buf, n, cap, rounded(lb), 10);
+		n = tl_append(buf, n, cap, " bytes in ");
+		n = tl_append_u64(buf, n, cap, rounded(lc), 10);
+		n = tl_append(buf, n, cap, " blocks still allocated at exit, from ");
+		n = tl_append_u64(buf, n, cap, stacks, 10);
+		n = tl_append(buf, n, cap, " stacks (estimates from samples, 1 per ");
+		n = tl_append_u64(buf, n, cap,
+				  (uint64_t)tl_option(TL_OPT_profile_rate), 10);
+		n = tl_append(buf, n, cap, " bytes on average); probably leaked:");
 	}
 	buf[n++] = '\n';
 	tl_os_write_stderr(buf, n);
 	for (unsigned k = 0; k < shown; k++) {
 		const struct prof_stack *st = &prof.stacks[top[k]];
-		n = append(buf, 0, cap, "tlmalloc:   about ");
-		n = append_u64(buf, n, cap, rounded(st->live_bytes));
-		n = append(buf, n, cap, " bytes in ");
-		n = append_u64(buf, n, cap, rounded(st->live_count));
-		n = append(buf, n, cap, " blocks at ");
+		n = tl_append(buf, 0, cap, "tlmalloc:   about ");
+		n = tl_append_u64(buf, n, cap, rounded(st->live_bytes), 10);
+		n = tl_append(buf, n, cap, " bytes in ");
+		n = tl_append_u64(buf, n, cap, rounded(st->live_count), 10);
+		n = tl_append(buf, n, cap, " blocks at ");
 		for (unsigned f = 0; f < st->depth && f < LEAK_FRAMES; f++) {
 			if (f > 0)
-				n = append(buf, n, cap, " <- ");
+				n = tl_append(buf, n, cap, " <- ");
 			n = tl_profile_append_frame(buf, n, cap, st->pc[f]);
 		}
 		buf[n++] = '\n';
 		tl_os_write_stderr(buf, n);
 	}
 	if (path != NULL) {
-		n = append(buf, 0, cap, "tlmalloc: heap profile written to ");
-		n = append(buf, n, cap, path);
-		n = append(buf, n, cap, " (pprof -inuse_space shows the live "
+		n = tl_append(buf, 0, cap, "tlmalloc: heap profile written to ");
+		n = tl_append(buf, n, cap, path);
+		n = tl_append(buf, n, cap, " (pprof -inuse_space shows the live "
 					"blocks by stack)");
 		buf[n++] = '\n';
 		tl_os_write_stderr(buf, n);

@@ -249,15 +249,11 @@ static void put(struct out *o, const char *s)
 /* v in decimal, right-aligned in width columns (0: as long as needed). */
 static void put_u64_w(struct out *o, uint64_t v, unsigned width)
 {
-	char digits[24];
-	size_t d = 0;
-	do {
-		digits[sizeof(digits) - ++d] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	while (width > d && d < sizeof(digits))
-		digits[sizeof(digits) - ++d] = ' ';
-	put_mem(o, digits + sizeof(digits) - d, d);
+	char digits[TL_FORMAT_MAX];
+	size_t d = tl_format_u64(digits, v, 10);
+	for (; width > d; width--)
+		put_mem(o, " ", 1);
+	put_mem(o, digits, d);
 }
 
 static void put_u64(struct out *o, uint64_t v)

@@ -555,6 +555,48 @@ static inline void tl_purger_poll(void)
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
+/* ---- numbers in reports (no stdio: they are written in signal handlers
+ * and on allocation paths) ---- */
+/* Longest tl_format_u64 output: 2^64 - 1 in decimal. */
+#define TL_FORMAT_MAX 20
+
+/* v in base 10 or 16 (no prefix), most significant digit first, at out
+ * (TL_FORMAT_MAX bytes); returns the digits written. */
+static inline size_t tl_format_u64(char *out, uint64_t v, unsigned base)
+{
+	char tmp[TL_FORMAT_MAX];
+	size_t n = 0;
+	do {
+		tmp[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v != 0);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* A report being built in buf[0..cap): s appended after its first n bytes,
+ * cut at cap; returns the new length. */
+static inline size_t tl_append(char *buf, size_t n, size_t cap, const char *s)
+{
+	size_t len = __builtin_strlen(s);
+	if (len > cap - n)
+		len = cap - n;
+	__builtin_memcpy(buf + n, s, len);
+	return n + len;
+}
+
+/* The same for v in base 10, or 16 with its "0x". */
+static inline size_t tl_append_u64(char *buf, size_t n, size_t cap,
+				   uint64_t v, unsigned base)
+{
+	char tmp[TL_FORMAT_MAX + 1];
+	tmp[tl_format_u64(tmp, v, base)] = '\0';
+	if (base == 16)
+		n = tl_append(buf, n, cap, "0x");
+	return tl_append(buf, n, cap, tmp);
+}
+
 /* ---- blocks ---- */
 /* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX):
  * 2^32 / bs, plus one, so that magic * bs = 2^32 + e with 0 < e <= bs. */
