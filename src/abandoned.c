@@ -31,8 +31,11 @@ tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls)
 	if (page == NULL)
 		return NULL;
 	tl_list_remove(&tl_pool.abandoned[cls], page);
-	/* its given-back blocks are the new owner's to touch */
+	/* its given-back blocks are the new owner's to touch; those not
+	 * given back yet stay (the new owner reuses them) */
 	__atomic_store_n(&page->purged, 0, __ATOMIC_RELAXED);
+	tl_pool.abandoned_dirty -= page->dirty;
+	page->dirty = 0;
 	tl_uptr_store_release(&page->owner, heap->id);
 	return page;
 }
@@ -47,22 +50,63 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
 	return page;
 }
 
+#ifndef TL_ABANDONED_DIRTY_MAX
+#define TL_ABANDONED_DIRTY_MAX 16
+#endif
+
+/* Worth giving back: a medium page at least half free (for the others the
+ * system calls cost more than they give back). */
+static bool worth_purging(const tl_page *page)
+{
+	return page->kind == TL_PAGE_MEDIUM &&
+	       page->avail >= page->capacity / 2;
+}
+
 void tl_pool_abandon_pages(tl_page_list *pages)
 {
 	if (pages->first == NULL)
 		return;
 	uint64_t when = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
 	tl_page *page;
+	/* Pages past the budget of deferred ones are given back now, still
+	 * private to the exiting heap. */
+	uint32_t want = 0;
+	for (page = pages->first; page != NULL; page = page->next)
+		want += worth_purging(page);
+	uint32_t defer = 0;
+	if (want != 0) {
+		tl_lock_acquire(&tl_pool.lock);
+		uint32_t room = TL_ABANDONED_DIRTY_MAX - tl_pool.abandoned_dirty;
+		defer = want < room ? want : room;
+		tl_pool.abandoned_dirty += defer;
+		tl_lock_release(&tl_pool.lock);
+	}
+	uint32_t deferring = defer;
+	for (page = pages->first; page != NULL; page = page->next) {
+		page->dirty = 0;
+		if (!worth_purging(page))
+			continue;
+		if (deferring > 0) {
+			deferring--;
+			page->dirty = 1;
+		} else {
+			tl_page_purge_free(page);
+		}
+	}
 	tl_lock_acquire(&tl_pool.lock);
 	while ((page = pages->first) != NULL) {
 		tl_list_remove(pages, page);
 		tl_list_push_back(&tl_pool.abandoned[page->size_class], page);
 		/* Under the lock, once listed: an ABANDONED owner means "on
-		 * the list". */
+		 * the list" (or pinned by a purge, below). */
 		tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+		/* dirty: its free blocks are given back when due, unless a
+		 * heap adopts it first (tl_pool_pin_abandoned_locked) */
+		page->purge_at_ms = when;
 	}
 	/* Their blocks are often freed by other threads soon after: a purge
-	 * pass then finds the pages empty and takes them back. */
+	 * pass then finds the pages empty and takes them back.  Those still
+	 * live by then give back the memory inside their free blocks. */
 	tl_pool_note_purge_at_locked(when);
 	bool wake = tl_pool.threaded;
 	tl_assert_expensive(tl_pool_check_locked());
@@ -101,9 +145,63 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now)
 			if (page->avail != page->capacity)
 				continue;
 			tl_list_remove(&tl_pool.abandoned[cls], page);
+			tl_pool.abandoned_dirty -= page->dirty;
 			give_unowned_locked(page, now);
 		}
 	}
+}
+
+/*
+ * The abandoned medium pages whose free blocks are due to be given back
+ * (all of them, if force) leave their lists, pinned: owner ABANDONED and
+ * on no list, so no heap adopts one and no reclaim counts it while its
+ * free blocks are madvised with the lock released.  Why not at the
+ * thread's exit: a program whose threads come and go has the next
+ * thread adopt the page within the purge delay, and then the system
+ * calls and the page faults that refill the blocks are all saved
+ * (docs/design.md, "Giving memory back").  earliest: lowered to the
+ * first of the others.
+ */
+tl_page *tl_pool_pin_abandoned_locked(uint64_t now, bool force,
+				      uint64_t *earliest)
+{
+	tl_page *todo = NULL;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page *page, *next;
+		for (page = tl_pool.abandoned[cls].first; page != NULL;
+		     page = next) {
+			next = page->next;
+			if (!page->dirty)
+				continue;
+			if (!force && page->purge_at_ms > now) {
+				if (page->purge_at_ms < *earliest)
+					*earliest = page->purge_at_ms;
+				continue;
+			}
+			tl_list_remove(&tl_pool.abandoned[cls], page);
+			page->dirty = 0;
+			tl_pool.abandoned_dirty--;
+			page->next = todo;
+			todo = page;
+		}
+	}
+	return todo;
+}
+
+void tl_pool_purge_abandoned(tl_page *todo)
+{
+	tl_page *next;
+	for (tl_page *page = todo; page != NULL; page = page->next)
+		tl_page_purge_free(page);
+	tl_lock_acquire(&tl_pool.lock);
+	for (tl_page *page = todo; page != NULL; page = next) {
+		next = page->next;
+		tl_pool.purged += __atomic_load_n(&page->purged,
+						  __ATOMIC_RELAXED);
+		tl_list_push_back(&tl_pool.abandoned[page->size_class], page);
+	}
+	tl_assert_expensive(tl_pool_check_locked());
+	tl_lock_release(&tl_pool.lock);
 }
 
 /*
@@ -160,6 +258,7 @@ static void adopt_orphan_locked(tl_page *page, uint64_t arg)
 		return;
 	}
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ABANDONED);
+	page->dirty = 0;	/* its free blocks stay resident */
 	tl_list_push_back(&tl_pool.abandoned[page->size_class], page);
 }
 

@@ -465,7 +465,6 @@ static void heap_release_list(tl_page_list *l, tl_page_list *live)
 		if (page->avail == page->capacity) {
 			tl_pool_give_page(page);
 		} else {
-			tl_page_purge_free(page);
 			tl_list_push_back(live, page);
 		}
 	}

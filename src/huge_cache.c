@@ -1,6 +1,6 @@
 /*
  * huge_cache.c - the pool's cache of freed huge segments.  A freed one (up
- * to TL_HUGE_CACHE_SEGMENT bytes, at most TL_HUGE_CACHE_COUNT and
+ * to TL_HUGE_CACHE_SEGMENT bytes, at most TL_HUGE_CACHE_COUNT (pool.h) and
  * TL_HUGE_CACHE_BYTES in all) is kept until the purge delay runs out, for
  * a large malloc to reuse, cut or grown to its size (large.c): few mmaps
  * and page faults for a program that allocates and frees large buffers in
@@ -12,10 +12,18 @@
  * the cache is shared state, a part of the pool under its lock.  Two
  * concepts, two locking rules.
  *
- * Locking rule (pool.h): the cache's fields (huge_cache, huge_cached,
- * huge_count) are the pool's, under tl_pool.lock; a cached segment stays
- * in the pool's segment list, its owner word TL_OWNER_FREE and its
- * used_pages 0.  Evicted segments are unmapped after the lock is released.
+ * Why 64 slots: threads that allocate and free blocks just above
+ * TL_MEDIUM_MAX at random (mstress) keep a number of them live that
+ * wanders by tens; with 16 slots, 2% of their mallocs missed the cache and
+ * mapped a fresh segment (five system calls and its page faults each),
+ * with 64 few do (docs/measurements.md).  The slots hold each segment's
+ * size, so a malloc's search does not read the headers.
+ *
+ * Locking rule (pool.h): the cache's fields (the huge_cache slots,
+ * huge_cached, huge_count) are the pool's, under tl_pool.lock; a cached
+ * segment stays in the pool's segment list, its owner word TL_OWNER_FREE
+ * and its used_pages 0.  Evicted segments are unmapped after the lock is
+ * released.
  */
 #include <stdint.h>
 
@@ -26,18 +34,26 @@
 
 #define TL_HUGE_CACHE_SEGMENT ((size_t)64 << 20)
 #define TL_HUGE_CACHE_BYTES ((size_t)128 << 20)
-#define TL_HUGE_CACHE_COUNT 16
 
-/* Unlink seg from the cache; prev is the one before it, or NULL. */
-static void uncache_locked(tl_segment *prev, tl_segment *seg)
+/* Take slot i out of the cache (the last slot fills its place): its
+ * segment is the caller's. */
+static tl_segment *uncache_locked(uint32_t i)
 {
-	if (prev != NULL)
-		prev->cache_next = seg->cache_next;
-	else
-		tl_pool.huge_cache = seg->cache_next;
-	seg->cache_next = NULL;
-	tl_pool.huge_cached -= seg->map_size;
-	tl_pool.huge_count--;
+	tl_segment *seg = tl_pool.huge_cache[i].seg;
+	tl_pool.huge_cached -= tl_pool.huge_cache[i].map_size;
+	tl_pool.huge_cache[i] = tl_pool.huge_cache[--tl_pool.huge_count];
+	return seg;
+}
+
+/* The slot kept the longest (the next to expire anyway). */
+static uint32_t oldest_locked(void)
+{
+	uint32_t old = 0;
+	for (uint32_t i = 1; i < tl_pool.huge_count; i++)
+		if (tl_pool.huge_cache[i].until_ms <
+		    tl_pool.huge_cache[old].until_ms)
+			old = i;
+	return old;
 }
 
 bool tl_pool_cache_huge(tl_segment *seg)
@@ -53,15 +69,10 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	bool wake;
 	tl_segment *evicted = NULL;
 	tl_lock_acquire(&tl_pool.lock);
-	/* Full: the oldest make room (they are the next to expire anyway). */
+	/* Full: the oldest make room. */
 	while (tl_pool.huge_count >= TL_HUGE_CACHE_COUNT ||
 	       tl_pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
-		tl_segment *prev = NULL, *old = tl_pool.huge_cache;
-		while (old->cache_next != NULL) {
-			prev = old;
-			old = old->cache_next;
-		}
-		uncache_locked(prev, old);
+		tl_segment *old = uncache_locked(oldest_locked());
 		tl_pool_unregister_locked(old);
 		old->next = evicted;
 		evicted = old;
@@ -69,11 +80,9 @@ bool tl_pool_cache_huge(tl_segment *seg)
 	/* No block lives here now: a free of the old pointer is caught. */
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
 	seg->used_pages = 0;
-	seg->cached_until_ms = until;
-	seg->cache_next = tl_pool.huge_cache;
-	tl_pool.huge_cache = seg;
+	tl_pool.huge_cache[tl_pool.huge_count++] = (tl_huge_slot){
+		.map_size = seg->map_size, .until_ms = until, .seg = seg };
 	tl_pool.huge_cached += seg->map_size;
-	tl_pool.huge_count++;
 	tl_pool_note_purge_at_locked(until);
 	bool due = now >= tl_pool.next_purge_ms;
 	wake = tl_pool.threaded;
@@ -95,47 +104,47 @@ bool tl_pool_cache_huge(tl_segment *seg)
 tl_segment *tl_pool_take_huge(size_t size)
 {
 	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
-	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
 	if (size > TL_HUGE_CACHE_SEGMENT)
 		return NULL;
 	tl_lock_acquire(&tl_pool.lock);
-	for (tl_segment *seg = tl_pool.huge_cache; seg != NULL;
-	     prev = seg, seg = seg->cache_next) {
+	uint32_t n = tl_pool.huge_count, best = n;
+	size_t best_size = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t m = tl_pool.huge_cache[i].map_size;
 		bool better;
-		if (best == NULL)
+		if (best == n)
 			better = true;
-		else if (best->map_size >= want)
-			better = seg->map_size >= want &&
-				 seg->map_size < best->map_size;
+		else if (best_size >= want)
+			better = m >= want && m < best_size;
 		else
-			better = seg->map_size > best->map_size;
+			better = m > best_size;
 		if (better) {
-			best = seg;
-			best_prev = prev;
+			best = i;
+			best_size = m;
 		}
 	}
-	if (best != NULL) {
-		uncache_locked(best_prev, best);
-		best->used_pages = 1;
-		tl_uptr_store_relaxed(&best->slices[0].owner, TL_OWNER_HUGE);
+	tl_segment *seg = NULL;
+	if (best != n) {
+		seg = uncache_locked(best);
+		seg->used_pages = 1;
+		tl_uptr_store_relaxed(&seg->slices[0].owner, TL_OWNER_HUGE);
 	}
 	tl_lock_release(&tl_pool.lock);
-	return best;
+	return seg;
 }
 
 tl_segment *tl_pool_expire_huge_locked(uint64_t now, bool force,
 				       tl_segment *unmap, uint64_t *earliest)
 {
-	tl_segment *prev = NULL, *next;
-	for (tl_segment *seg = tl_pool.huge_cache; seg != NULL; seg = next) {
-		next = seg->cache_next;
-		if (!force && seg->cached_until_ms > now) {
-			if (seg->cached_until_ms < *earliest)
-				*earliest = seg->cached_until_ms;
-			prev = seg;
+	for (uint32_t i = 0; i < tl_pool.huge_count;) {
+		uint64_t until = tl_pool.huge_cache[i].until_ms;
+		if (!force && until > now) {
+			if (until < *earliest)
+				*earliest = until;
+			i++;
 			continue;
 		}
-		uncache_locked(prev, seg);
+		tl_segment *seg = uncache_locked(i);	/* i now holds another */
 		tl_pool_unregister_locked(seg);
 		seg->next = unmap;
 		unmap = seg;

@@ -242,10 +242,6 @@ bool tl_page_collect_head(tl_page *page)
 
 void tl_page_purge_free(tl_page *page)
 {
-	/* Pages mostly free: for the others the system calls cost more than
-	 * they give back. */
-	if (page->kind != TL_PAGE_MEDIUM || page->avail < page->capacity / 2)
-		return;
 	size_t ps = tl_os_page_size();
 	size_t bs = page->block_size;
 	size_t purged = 0;

@@ -84,6 +84,7 @@ static const char *free_pages_broken(uint64_t in_pool)
 
 static const char *abandoned_broken(void)
 {
+	uint32_t dirty = 0;
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		if (!list_linked(&tl_pool.abandoned[cls]))
 			return "an abandoned list's links are broken";
@@ -93,30 +94,40 @@ static const char *abandoned_broken(void)
 				return "an abandoned list holds a free page, "
 				       "or one of another class";
 			tl_page_check(p, TL_OWNER_ABANDONED, true);
+			dirty += p->dirty;
+			if (p->dirty && p->purge_at_ms < tl_pool.next_purge_ms)
+				return "an abandoned page's free blocks are due "
+				       "before the next purge";
 		}
 	}
+	if (dirty != tl_pool.abandoned_dirty)
+		return "abandoned_dirty is not the count of abandoned pages "
+		       "to purge";
 	return NULL;
 }
 
 static const char *huge_cache_broken(void)
 {
 	size_t bytes = 0;
-	uint32_t count = 0;
-	for (const tl_segment *seg = tl_pool.huge_cache; seg != NULL;
-	     seg = seg->cache_next) {
-		if (++count > tl_pool.huge_count)
-			return "the huge cache is longer than huge_count";
-		if (seg->kind != TL_PAGE_HUGE || seg->used_pages != 0 ||
+	if (tl_pool.huge_count > TL_HUGE_CACHE_COUNT)
+		return "huge_count is past the cache's slots";
+	for (uint32_t i = 0; i < tl_pool.huge_count; i++) {
+		const tl_huge_slot *slot = &tl_pool.huge_cache[i];
+		const tl_segment *seg = slot->seg;
+		if (seg == NULL || seg->kind != TL_PAGE_HUGE ||
+		    seg->used_pages != 0 ||
 		    tl_uptr_load_relaxed(&seg->slices[0].owner) !=
 			    TL_OWNER_FREE)
 			return "the huge cache holds a live segment";
-		if (seg->cached_until_ms < tl_pool.next_purge_ms)
+		if (slot->map_size != seg->map_size)
+			return "a huge cache slot's size is not its segment's";
+		if (slot->until_ms < tl_pool.next_purge_ms)
 			return "a cached huge segment is due before the next "
 			       "purge";
 		bytes += seg->map_size;
 	}
-	if (count != tl_pool.huge_count || bytes != tl_pool.huge_cached)
-		return "huge_count or huge_cached is not the cache's";
+	if (bytes != tl_pool.huge_cached)
+		return "huge_cached is not the cache's bytes";
 	return NULL;
 }
 

@@ -150,14 +150,18 @@ bool tl_pool_purge(bool force)
 	uint64_t earliest = UINT64_MAX;
 	unmap = tl_pool_expire_huge_locked(now, force, unmap, &earliest);
 	tl_page *todo = pin_due_pages_locked(now, force, &earliest);
+	tl_page *abandoned = tl_pool_pin_abandoned_locked(now, force,
+							  &earliest);
 	tl_pool.next_purge_ms = earliest;
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&tl_pool.lock);
 
-	bool released = unmap != NULL || todo != NULL;
+	bool released = unmap != NULL || todo != NULL || abandoned != NULL;
 	unmap_segments(unmap);
 	if (todo != NULL)
 		purge_pinned_pages(todo);
+	if (abandoned != NULL)
+		tl_pool_purge_abandoned(abandoned);
 	return released;
 }
 

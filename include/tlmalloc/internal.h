@@ -266,8 +266,8 @@ bool tl_page_collect_head(tl_page *page);
  * Give the OS back the memory inside the free blocks of a medium page (all
  * but each block's first OS page, which holds its link and mark): for a
  * page whose heap leaves it with live blocks, whose free blocks may wait
- * long for another heap to adopt it.  After tl_page_collect; the owner, or
- * under the pool lock.
+ * long for another heap to adopt it.  After tl_page_collect; by a purge
+ * that pinned the abandoned page (abandoned.c), so no heap touches it.
  */
 void tl_page_purge_free(tl_page *page);
 /* Recount avail from the free list (a head page leaving the fast path). */

@@ -18,6 +18,17 @@
 
 #include "tlmalloc/internal.h"
 
+/*
+ * The huge cache's slots (huge_cache.c): a malloc's search reads this
+ * array, not the segment headers, which would be a cache miss each.
+ */
+#define TL_HUGE_CACHE_COUNT 64
+typedef struct tl_huge_slot {
+	size_t map_size;		/* seg->map_size */
+	uint64_t until_ms;		/* kept until then */
+	tl_segment *seg;
+} tl_huge_slot;
+
 struct tl_pool {
 	tl_lock lock;
 	tl_page_list free_pages[2];	/* by kind: small, medium */
@@ -31,9 +42,11 @@ struct tl_pool {
 	uint64_t segment_count;		/* segments in the list */
 	uint64_t segments_peak;		/* statistics: most at once */
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
-	tl_segment *huge_cache;		/* freed huge segments, newest first */
+	tl_huge_slot huge_cache[TL_HUGE_CACHE_COUNT];	/* freed huge
+					 * segments, huge_count of them */
 	size_t huge_cached;		/* their bytes */
 	uint32_t huge_count;
+	uint32_t abandoned_dirty;	/* abandoned pages with dirty set */
 	uint32_t heaps_live;
 	uint32_t heaps_made;			/* heap structs carved */
 	uint64_t threads_seen;			/* heaps handed out */
@@ -70,6 +83,13 @@ tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls);
 /* abandoned.c: the abandoned pages that other threads emptied become free
  * pages, dirty and due at now. */
 void tl_pool_reclaim_abandoned_locked(uint64_t now);
+/* abandoned.c, a purge's steps: the abandoned pages whose free blocks are
+ * due to be given back leave their lists pinned (linked by next; earliest
+ * lowered to the first of the others); then, with the lock released,
+ * their free blocks are madvised and they go back on their lists. */
+tl_page *tl_pool_pin_abandoned_locked(uint64_t now, bool force,
+				      uint64_t *earliest);
+void tl_pool_purge_abandoned(tl_page *todo);
 /* abandoned.c: after a fork, the orphaned pages are counted and become
  * abandoned pages, or free ones if empty (nothing to do without a fork). */
 void tl_pool_adopt_orphans_locked(void);

@@ -235,9 +235,6 @@ struct tl_segment {
 	uint32_t page_shift;
 	struct tl_segment *next;	/* pool lock: list of all segments */
 	struct tl_segment *prev;
-	/* pool lock: a freed huge segment kept for reuse until then */
-	struct tl_segment *cache_next;
-	uint64_t cached_until_ms;
 	/* huge: offsets inside the mapping where one OS mapping may end and
 	 * the next begin (pages moved in or out split them; segment.c) */
 	uint32_t cut_count;

@@ -26,6 +26,11 @@
  *                              tail serves the next block with no mapping
  *                              (fault_map armed), and a block in such a
  *                              tail grows by realloc with its contents
+ *   huge_cache_too_small       64 huge blocks of 200 KiB freed: all 64 are
+ *                              kept, so as many come back with every
+ *                              mapping refused (threads that free and
+ *                              allocate such blocks at random keep tens
+ *                              of them changing hands)
  *   huge_pieces_not_gathered   huge blocks of 3 MiB freed, then one of 8
  *                              MiB: it is made of their pages (it holds
  *                              their bytes, no fresh zero pages), calloc
@@ -37,10 +42,19 @@
  *                              sets (pieces moved between blocks split
  *                              them)
  *   abandoned_free_blocks_resident  a thread exits with one live block
- *                              of a medium page and many freed ones: the
- *                              freed blocks' memory goes back to the OS
- *                              (mincore) and leaves the statistics' held
- *                              bytes, the live block keeps its contents
+ *                              of a medium page and many freed ones: at a
+ *                              purge, the freed blocks' memory goes back
+ *                              to the OS (mincore) and leaves the
+ *                              statistics' held bytes, the live block
+ *                              keeps its contents
+ *   abandoned_blocks_purged_at_exit  the same page is given back at the
+ *                              exit already, so a thread that adopts it
+ *                              within the purge delay pays page faults to
+ *                              refill its blocks (they must come back as
+ *                              they were)
+ *   abandoned_blocks_kept_idle the same page with a purge delay of 1 ms:
+ *                              the purger gives the freed blocks back with
+ *                              no call from the program
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
@@ -344,6 +358,32 @@ static void huge_tail_not_reused(void)
 	free(c);
 }
 
+enum { CACHED_HUGE = 64, CACHED_SIZE = 200 << 10 };
+
+static void huge_cache_too_small(void)
+{
+	static unsigned char *b[CACHED_HUGE];
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	malloc_trim(0);			/* an empty huge cache */
+	for (int i = 0; i < CACHED_HUGE; i++) {
+		CHECK((b[i] = malloc(CACHED_SIZE)) != NULL);
+		b[i][CACHED_SIZE - 1] = (unsigned char)i;
+	}
+	for (int i = 0; i < CACHED_HUGE; i++)
+		free(b[i]);
+	/* Each comes back from the cache, with every mapping refused. */
+	CHECK(tl_option_set("fault_oom", 1) == 0);
+	int got = 0;
+	for (int i = 0; i < CACHED_HUGE; i++)
+		got += (b[i] = malloc(CACHED_SIZE)) != NULL;
+	CHECK(tl_option_set("fault_oom", 0) == 0);
+	CHECKF(got == CACHED_HUGE, "%d of %d freed huge blocks reused from "
+	       "the cache", got, CACHED_HUGE);
+	for (int i = 0; i < CACHED_HUGE; i++)
+		free(b[i]);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
 /* Free three blocks of 3 MiB, each filled with its own byte (1, 2, 3),
  * with the huge cache empty before and kept after. */
 static void free_three_pieces(void)
@@ -429,10 +469,10 @@ static void huge_mappings_unbounded(void)
 		CHECK(live[k][sizes[k] - 1] == (unsigned char)(k + 1));
 		free(live[k]);
 	}
-	/* One mapping a live block and a cached one (16), 512 for the
+	/* One mapping a live block and a cached one (64), 512 for the
 	 * pieces in all (segment.c), a few the program makes meanwhile.
 	 * Without that bound this run makes about 950. */
-	size_t bound = before + CHURN_LIVE + 16 + 512 + 16;
+	size_t bound = before + CHURN_LIVE + 64 + 512 + 16;
 	CHECKF(most <= bound, "%zu mappings at most (%zu before, bound %zu)",
 	       most, before, bound);
 	CHECK(tl_option_set("purge_delay", 100) == 0);
@@ -470,9 +510,25 @@ static size_t resident_pages(uintptr_t lo, uintptr_t hi)
 	return count;
 }
 
+/* Freed blocks of medium_blocks (all but the first) still resident. */
+static size_t freed_pages_resident(void)
+{
+	uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t count = 0;
+	for (int i = 1; i < MEDIUM_BLOCKS; i++) {
+		uintptr_t b = (uintptr_t)medium_blocks[i];
+		uintptr_t lo = (b + 16 + ps - 1) & ~(ps - 1);
+		uintptr_t hi = (b + MEDIUM_SIZE) & ~(ps - 1);
+		count += resident_pages(lo, hi);
+	}
+	return count;
+}
+
 static void abandoned_free_blocks_resident(void)
 {
 	pthread_t t;
+	/* given back at a purge (tl_trim here), not before */
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
 	CHECK(pthread_create(&t, NULL, medium_free_and_exit, NULL) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	/* The freed blocks, written whole before, are given back but for
@@ -484,15 +540,10 @@ static void abandoned_free_blocks_resident(void)
 		       "first; contents checked only\n", (size_t)ps >> 10);
 		goto contents;
 	}
-	for (int i = 1; i < MEDIUM_BLOCKS; i++) {
-		uintptr_t b = (uintptr_t)medium_blocks[i];
-		uintptr_t lo = (b + 16 + ps - 1) & ~(ps - 1);
-		uintptr_t hi = (b + MEDIUM_SIZE) & ~(ps - 1);
-		size_t left = resident_pages(lo, hi);
-		CHECKF(left == 0, "freed block %d of an exited thread: %zu of "
-		       "%zu pages still resident", i, left,
-		       (size_t)((hi - lo) / ps));
-	}
+	tl_trim();
+	size_t left = freed_pages_resident();
+	CHECKF(left == 0, "freed blocks of an exited thread: %zu pages still "
+	       "resident after a purge", left);
 	/* The statistics do not count them as held any more. */
 	struct tl_stats st;
 	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
@@ -504,6 +555,84 @@ contents:
 	for (int i = 0; i < MEDIUM_SIZE; i++)
 		CHECK(medium_blocks[0][i] == 0x33);
 	free(medium_blocks[0]);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
+/* The freed blocks of an exited thread's page come back from malloc in a
+ * new thread (which adopts the page) with the bytes they held. */
+static void *medium_reuse(void *arg)
+{
+	int *same = arg;
+	unsigned char *got[MEDIUM_BLOCKS];
+	for (int i = 1; i < MEDIUM_BLOCKS; i++) {
+		CHECK((got[i] = malloc(MEDIUM_SIZE)) != NULL);
+		for (int j = 1; j < MEDIUM_BLOCKS; j++) {
+			if (got[i] != medium_blocks[j])
+				continue;
+			/* past its link and mark, and its first OS page */
+			size_t at = (size_t)sysconf(_SC_PAGESIZE) + 16;
+			*same += at < MEDIUM_SIZE && got[i][at] == 0x33 &&
+				 got[i][MEDIUM_SIZE - 1] == 0x33;
+		}
+	}
+	for (int i = 1; i < MEDIUM_BLOCKS; i++)
+		free(got[i]);
+	return NULL;
+}
+
+static void abandoned_blocks_purged_at_exit(void)
+{
+	pthread_t t;
+	int same = 0;
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	CHECK(pthread_create(&t, NULL, medium_free_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	if (ps * 2 > MEDIUM_SIZE) {
+		printf("OS pages of %zu KiB: nothing is given back inside a "
+		       "block; not checked\n", ps >> 10);
+		goto out;
+	}
+	/* Not given back before the purge delay: still resident... */
+	size_t left = freed_pages_resident();
+	size_t all = (MEDIUM_BLOCKS - 1) * (MEDIUM_SIZE / ps - 1);
+	CHECKF(left == all, "%zu of %zu pages of the freed blocks resident "
+	       "after the exit", left, all);
+	/* ...and a thread that adopts the page gets them back as they were,
+	 * with no page fault and no zeroing to refill them. */
+	CHECK(pthread_create(&t, NULL, medium_reuse, &same) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECKF(same == MEDIUM_BLOCKS - 1, "%d of %d freed blocks came back "
+	       "as they were", same, MEDIUM_BLOCKS - 1);
+out:
+	free(medium_blocks[0]);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
+/* With a short purge delay, an idle program gets the memory back with no
+ * call of its own: the purger does it. */
+static void abandoned_blocks_kept_idle(void)
+{
+	pthread_t t;
+	CHECK(tl_option_set("purge_delay", 1) == 0);
+	CHECK(pthread_create(&t, NULL, medium_free_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE), left = 0;
+	if (ps * 2 > MEDIUM_SIZE) {
+		printf("OS pages of %zu KiB: not checked\n", ps >> 10);
+		goto out;
+	}
+	/* Wait for the event, not for a time: up to 20 s under load. */
+	for (int tries = 0; tries < 2000; tries++) {
+		if ((left = freed_pages_resident()) == 0)
+			break;
+		usleep(10000);
+	}
+	CHECKF(left == 0, "%zu pages of an exited thread's freed blocks still "
+	       "resident after 20 s idle", left);
+out:
+	free(medium_blocks[0]);
+	CHECK(tl_option_set("purge_delay", 100) == 0);
 }
 
 enum { ABANDON_BLOCKS = 8192, ABANDON_SIZE = 1000 };
@@ -599,9 +728,12 @@ static const struct test_case cases[] = {
 	{ "double_free_hangs", double_free_hangs },
 	{ "realloc_move_loses_contents", realloc_move_loses_contents },
 	{ "huge_tail_not_reused", huge_tail_not_reused },
+	{ "huge_cache_too_small", huge_cache_too_small },
 	{ "huge_pieces_not_gathered", huge_pieces_not_gathered },
 	{ "huge_mappings_unbounded", huge_mappings_unbounded },
 	{ "abandoned_free_blocks_resident", abandoned_free_blocks_resident },
+	{ "abandoned_blocks_purged_at_exit", abandoned_blocks_purged_at_exit },
+	{ "abandoned_blocks_kept_idle", abandoned_blocks_kept_idle },
 	{ "abandoned_memory_kept", abandoned_memory_kept },
 	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
 };
