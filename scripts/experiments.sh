@@ -7,6 +7,8 @@
 #   scripts/experiments.sh                      quick mode, about 15 minutes
 #   scripts/experiments.sh --full               the classic full sizes
 #   scripts/experiments.sh --only loop,prodcons --alloc glibc,tlmalloc
+#   scripts/experiments.sh --no-security        without the misuse programs'
+#                                               table (on by default, seconds)
 #   scripts/experiments.sh --reps 5 --out DIR   NAME=/path/lib.so ...
 #   scripts/experiments.sh --program 'python3 -c "import json"'
 #                                               your own command (repeatable,

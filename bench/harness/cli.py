@@ -7,11 +7,13 @@
 Runs every (workload, point, allocator) cell --reps times in the order of
 schedule.interleave(), then loop and prodcons once per allocator under
 strace, then the fast-path pass (fastpath.py: callgrind's instructions per
-malloc+free pair, through bench/fastpath.sh), and writes a new folder
+malloc+free pair, through bench/fastpath.sh) and the security pass
+(security.py: the misuse programs of test/misuse under every allocator),
+and writes a new folder
 under --out (see results.py) with the raw runs, the report and the plots.
 Progress goes to stderr.  With --program (programs.py), the given commands
 run under every allocator instead of the built-in workloads; --only adds
-built-in workloads (or the fast-path pass) back.
+built-in workloads (or the fast-path and security passes) back.
 """
 
 import argparse
@@ -30,11 +32,12 @@ from . import allocators as alloc_mod
 from . import fastpath as fastpath_mod
 from . import machine, plots, report, results, workloads
 from . import programs as programs_mod
+from . import security as security_mod
 from .allocators import Allocator
 from .parse import parse_strace, strace_summary
 from .programs import Program
 from .records import (FastpathPass, MissingCell, Plots, Results, Run,
-                      StracePass, StraceRow, WorkloadEntry)
+                      SecurityPass, StracePass, StraceRow, WorkloadEntry)
 from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, interleave
 from .workloads import Mode, Workload
@@ -78,6 +81,7 @@ class Options:
     slow_programs: bool = False
     no_strace: bool = False
     no_fastpath: bool = False
+    no_security: bool = False
     no_plots: bool = False
     strict: bool = False
     list_only: bool = False      # --list
@@ -105,7 +109,8 @@ def parse_args(argv: Sequence[str]) -> Options:
                       help="the full sizes of the classic experiments")
     parser.add_argument("--only", metavar="WORKLOAD,...", default="",
                         help="run only these workloads; `fastpath` names "
-                             "the callgrind pass (run by default)")
+                             "the callgrind pass, `security` the misuse "
+                             "programs' pass (both run by default)")
     parser.add_argument("--alloc", metavar="NAME,...", default="",
                         help="run only these allocators")
     parser.add_argument("--program", action="append", default=[],
@@ -139,6 +144,8 @@ def parse_args(argv: Sequence[str]) -> Options:
                         help="skip the strace runs")
     parser.add_argument("--no-fastpath", action="store_true",
                         help="skip the fast-path pass (callgrind)")
+    parser.add_argument("--no-security", action="store_true",
+                        help="skip the security pass (the misuse programs)")
     parser.add_argument("--no-plots", action="store_true",
                         help="skip the plots")
     parser.add_argument("--strict", action="store_true",
@@ -163,7 +170,8 @@ def parse_args(argv: Sequence[str]) -> Options:
         timeout_given=args.timeout,
         slow=defaults.slow if args.slow < 0 else args.slow,
         slow_programs=args.slow >= 0, no_strace=args.no_strace,
-        no_fastpath=args.no_fastpath, no_plots=args.no_plots,
+        no_fastpath=args.no_fastpath, no_security=args.no_security,
+        no_plots=args.no_plots,
         strict=args.strict, list_only=args.list, report_only=args.report_only,
         extra=args.extra)
 
@@ -355,6 +363,20 @@ def run_strace(jobs: Jobs, chosen_workloads: Sequence[Workload],
     return StracePass(True, "", rows)
 
 
+def run_security(allocs: Sequence[Allocator], args: Options, wanted: bool,
+                 progress: Progress) -> SecurityPass:
+    """The security pass's results (see security.py), or why it did not
+    run."""
+    if not wanted:
+        why = "--no-security given" if args.no_security else \
+            "not selected (--program without --only security)" \
+            if args.program and not args.only else \
+            "not selected (--only without security)"
+        return SecurityPass(False, why)
+    return security_mod.run_pass(allocs, args.build, progress.note,
+                                 min(args.timeout, security_mod.TIMEOUT))
+
+
 def run_fastpath(allocs: Sequence[Allocator], args: Options, wanted: bool,
                  progress: Progress) -> FastpathPass:
     """The fast-path pass's results (see fastpath.py), or why it did not
@@ -372,11 +394,12 @@ def run_fastpath(allocs: Sequence[Allocator], args: Options, wanted: bool,
 def choose_workloads(names: Sequence[str], no_fastpath: bool = False,
                      programs: bool = False) -> tuple[list[Workload], bool]:
     """(workloads to time, whether the fast-path pass runs) from --only's
-    names: `fastpath` alone times no workload; with --program given,
-    nothing but the programs unless --only names more."""
+    names: `fastpath` or `security` alone times no workload; with
+    --program given, nothing but the programs unless --only names more."""
     if programs and not names:
         return [], False
-    timed = [n for n in names if n != fastpath_mod.NAME]
+    timed = [n for n in names if n not in (fastpath_mod.NAME,
+                                           security_mod.NAME)]
     chosen = workloads.by_name(timed) if timed or not names else []
     return chosen, fastpath_mod.selected(names, no_fastpath)
 
@@ -419,13 +442,15 @@ def write_outputs(data: Results, run_dir: Path, args: Options) -> None:
     results.write_runs_csv(run_dir / "runs.csv", data.runs)
     results.write_strace_csv(run_dir / "strace.csv", data.strace.rows)
     results.write_fastpath_csv(run_dir / "fastpath.csv", data.fastpath.rows)
+    results.write_security_csv(run_dir / "security.csv", data.security.rows)
     (run_dir / "report.md").write_text(report.build_report(data))
 
 
 def list_everything(chosen_workloads: Sequence[Workload],
                     allocs: Sequence[Allocator], args: Options,
                     fastpath_wanted: bool,
-                    programs: Sequence[Program] = ()) -> None:
+                    programs: Sequence[Program] = (),
+                    security_wanted: bool = False) -> None:
     print("workloads (%s mode):" % args.mode.value)
     for work in chosen_workloads:
         print("  %-11s %s: %s" % (work.name, work.title, ", ".join(
@@ -438,6 +463,11 @@ def list_everything(chosen_workloads: Sequence[Workload],
         print("  %-11s instructions per malloc+free pair (bench/fastpath.sh, "
               "callgrind%s)" % (fastpath_mod.NAME, "" if shutil.which(
                   "valgrind") else ": valgrind MISSING"))
+    if security_wanted:
+        listed = args.build / security_mod.LIST
+        print("  %-11s the misuse programs caught (%s%s)" % (
+            security_mod.NAME, listed,
+            "" if listed.is_file() else ": MISSING"))
     print("allocators:")
     for alloc in allocs:
         print("  %-14s %-8s %s" % (alloc.name, "found" if alloc.found
@@ -467,7 +497,8 @@ def report_only(args: Options) -> int:
 def announce(allocs: Sequence[Allocator], jobs: Jobs,
              missing: Sequence[MissingCell], args: Options,
              progress: Progress, fastpath_wanted: bool,
-             programs: Sequence[Program] = ()) -> None:
+             programs: Sequence[Program] = (),
+             security_wanted: bool = False) -> None:
     found = [a.name for a in allocs if a.found]
     lost = ["%s (%s)" % (a.name, a.note) for a in allocs if not a.found]
     progress.note("allocators: %s" % ", ".join(found))
@@ -488,6 +519,9 @@ def announce(allocs: Sequence[Allocator], jobs: Jobs,
     if fastpath_wanted:
         progress.note("then the fast-path pass: bench/fastpath.sh under "
                       "callgrind")
+    if security_wanted:
+        progress.note("then the security pass: the misuse programs under "
+                      "every allocator")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -498,6 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         chosen, fastpath_wanted = choose_workloads(
             split_list(args.only), args.no_fastpath, bool(args.program))
+        security_wanted = security_mod.selected(
+            split_list(args.only), args.no_security, bool(args.program))
         programs = programs_mod.parse_programs(
             args.program, [w.name for w in workloads.WORKLOADS] +
             [fastpath_mod.NAME])
@@ -506,13 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: %s" % err, file=sys.stderr)
         return 2
     if args.list_only:
-        list_everything(chosen, allocs, args, fastpath_wanted, programs)
+        list_everything(chosen, allocs, args, fastpath_wanted, programs,
+                        security_wanted)
         return 0
     jobs, missing = plan(chosen, allocs, args)
     program_jobs, program_missing, not_run = plan_programs(programs, allocs)
     jobs.update(program_jobs)
     missing += program_missing
-    if programs and not jobs and not fastpath_wanted:
+    if programs and not jobs and not fastpath_wanted and \
+            not security_wanted:
         for program in programs:
             print("error: --program %s: %s" % (
                 shlex.quote(program.command),
@@ -522,17 +560,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     progress = Progress(len(jobs) * args.reps,
                         default=DEFAULTS[args.mode].guess)
-    announce(allocs, jobs, missing, args, progress, fastpath_wanted, programs)
+    announce(allocs, jobs, missing, args, progress, fastpath_wanted, programs,
+             security_wanted)
     run_dir = results.new_run_dir(args.out)
     started = time.time()
     runs, interrupted = run_all(jobs, args, progress)
     runs = not_run + runs
     strace = StracePass(False, "interrupted")
     fastpath = FastpathPass(False, "interrupted")
+    security = SecurityPass(False, "interrupted")
     if not interrupted:
         strace = run_strace(jobs, chosen, args, run_dir, progress)
         try:
             fastpath = run_fastpath(allocs, args, fastpath_wanted, progress)
+            security = run_security(allocs, args, security_wanted, progress)
         except KeyboardInterrupt:
             progress.note("interrupted: writing what was measured so far")
             interrupted = True
@@ -555,6 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing=missing,
         strace=strace,
         fastpath=fastpath,
+        security=security,
     )
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)
@@ -564,6 +606,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.note("no strace table: %s" % strace.note)
     if not fastpath.available:
         progress.note("no fast-path table: %s" % fastpath.note)
+    if not security.available:
+        progress.note("no security table: %s" % security.note)
     failed = sum(1 for r in runs if not r.ok)
     progress.note("%d runs, %d failed; report: %s" % (
         len(runs), failed, run_dir / "report.md"))
@@ -572,6 +616,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.note("fast path: %d count%s FAILED (see the report)" % (
             bad_counts, "" if bad_counts == 1 else "s"))
     failed += bad_counts
-    if not jobs and not fastpath.available:
+    if not jobs and not fastpath.available and not security.available:
         return 1
     return 1 if (args.strict and failed) or interrupted else 0

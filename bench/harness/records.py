@@ -2,7 +2,8 @@
 
 Results is the whole set: how it was made, the machine, the allocators,
 the workloads (built-in and --program), every run, the cells that could
-not run, the strace table, the fast-path table and the plots drawn.  Each
+not run, the strace table, the fast-path table, the security table and
+the plots drawn.  Each
 record declares its defaults once, where its fields are declared; they are
 what a results set written by an older harness, read back with
 --report-only, gets for what it lacks.  to_json() gives the dict written
@@ -182,6 +183,62 @@ class FastpathPass:
         return cls(**given)
 
 
+class Outcome(Enum):
+    """What became of one misuse program (security.py)."""
+    CAUGHT = "caught"
+    NOT_CAUGHT = "not caught"
+    HANG = "hang"
+    ERROR = "error"
+
+
+@dataclass
+class SecurityRow:
+    """One misuse program (kind, size) run with one allocator (a row of
+    security.csv); detail: the signal that stopped it, or what went
+    wrong."""
+    kind: str
+    size: str
+    allocator: str
+    outcome: Outcome
+    detail: str = ""
+
+    @property
+    def caught(self) -> bool:
+        return self.outcome is Outcome.CAUGHT
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), outcome=self.outcome.value)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "SecurityRow":
+        return cls(**dict(known_fields(cls, data),
+                          outcome=Outcome(data["outcome"])))
+
+
+@dataclass
+class SecurityPass:
+    """The security pass (security.py): its rows, the allocators it did
+    not run with and why, its duration; or, not available, why."""
+    available: bool = False
+    note: str = ""
+    rows: list[SecurityRow] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    wall: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return without_none({
+            "available": self.available, "note": self.note,
+            "rows": [r.to_json() for r in self.rows],
+            "skipped": dict(self.skipped), "wall": self.wall})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "SecurityPass":
+        given = known_fields(cls, data)
+        given["rows"] = [SecurityRow.from_json(r)
+                         for r in data.get("rows", [])]
+        return cls(**given)
+
+
 @dataclass
 class Plots:
     """The plots drawn: {workload: [paths relative to the run's folder]}.
@@ -261,6 +318,8 @@ class Results:
         default_factory=lambda: StracePass(note="strace not run"))
     fastpath: FastpathPass = field(
         default_factory=lambda: FastpathPass(note="not run"))
+    security: SecurityPass = field(
+        default_factory=lambda: SecurityPass(note="not run"))
     plots: Plots = field(default_factory=Plots)
 
     def allocator_names(self) -> list[str]:
@@ -282,6 +341,7 @@ class Results:
             "missing": [asdict(m) for m in self.missing],
             "strace": self.strace.to_json(),
             "fastpath": self.fastpath.to_json(),
+            "security": self.security.to_json(),
             "plots": asdict(self.plots)})
 
     @classmethod
@@ -301,6 +361,8 @@ class Results:
             given["strace"] = StracePass.from_json(data["strace"])
         if "fastpath" in data:
             given["fastpath"] = FastpathPass.from_json(data["fastpath"])
+        if "security" in data:
+            given["security"] = SecurityPass.from_json(data["security"])
         if "plots" in data:
             given["plots"] = Plots.from_json(data["plots"])
         return cls(**given)

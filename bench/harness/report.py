@@ -1,7 +1,8 @@
 """The Markdown report, built from a results set (records.Results).
 
 Sections: how it was made; where tlmalloc stands; the fast path
-(instructions per malloc+free pair); the classic observations; one table
+(instructions per malloc+free pair); security (the misuse programs each
+allocator catches, side by side); the classic observations; one table
 per workload (median of each measure, ratio to glibc, the best in each row
 in bold, FAILED for a cell with a failed run), with its plot; one section
 per user program (--program: a row per allocator with the median time, its
@@ -16,10 +17,12 @@ from dataclasses import asdict
 
 from . import classic
 from . import fastpath as fastpath_mod
+from . import security as security_mod
 from .parse import STRACE_COLUMNS
 from .allocators import Allocator
 from .programs import Program, stderr_tail
-from .records import FastpathRow, Mix, Results, Run, WorkloadEntry
+from .records import (FastpathRow, Mix, Outcome, Results, Run, SecurityRow,
+                      WorkloadEntry)
 from .stats import CellKey, CellSummary, summarize
 
 BASELINE = "glibc"
@@ -304,6 +307,8 @@ def standing_section(data: Results, cells: Cells) -> list[str]:
     table = fastpath_table(data)
     rows += [r for r in (fastpath_standing_row(table, mix)
                          for mix in Mix) if r]
+    security_row = security_standing_row(data)
+    rows += [security_row] if security_row else []
     budget = ["", fastpath_budget_line(data, table)]
     if not rows:
         note = next((a.note for a in data.allocators
@@ -313,7 +318,8 @@ def standing_section(data: Results, cells: Cells) -> list[str]:
     lines += ["Median wall time; rank among the allocators that ran the "
               "point without failing (1 = fastest); peak RSS as a ratio to "
               "glibc's. The fastpath rows count instructions per malloc+free "
-              "pair instead (1 = fewest).", "",
+              "pair instead (1 = fewest), the security row the misuse "
+              "programs caught (1 = most).", "",
               "| workload | point | tlmalloc | vs glibc | rank | fastest | "
               "peak RSS vs glibc |",
               "|---|---|---|---|---|---|---|"]
@@ -384,6 +390,94 @@ def fastpath_section(data: Results) -> list[str]:
             "%s (%s)" % item for item in skipped.items()) + "."]
     if fastpath.command:
         lines += ["", "Reproduce: `%s`" % fastpath.command]
+    return lines
+
+
+SECURITY_TITLE = "Security: the misuse programs caught (test/misuse)"
+SECURITY_CELLS = {Outcome.CAUGHT: "caught", Outcome.NOT_CAUGHT: "not caught",
+                  Outcome.HANG: "HANG", Outcome.ERROR: "ERROR"}
+# {allocator: {(kind, size): row}}
+SecurityTable = dict[str, dict[tuple[str, str], SecurityRow]]
+
+
+def security_table(data: Results) -> SecurityTable:
+    """The security rows by allocator, in the report's order."""
+    table: SecurityTable = {}
+    for row in data.security.rows:
+        table.setdefault(row.allocator, {})[(row.kind, row.size)] = row
+    order = data.allocator_names()
+    names = [n for n in order if n in table]
+    names += [n for n in table if n not in names]
+    return {name: table[name] for name in names}
+
+
+def security_totals(table: SecurityTable) -> dict[str, tuple[int, int]]:
+    """{allocator: (programs caught, programs run)}."""
+    return {name: (sum(1 for r in rows.values() if r.caught), len(rows))
+            for name, rows in table.items()}
+
+
+def security_standing_row(data: Results) -> str | None:
+    """The standing table's row: tlmalloc's catches, ranked."""
+    totals = security_totals(security_table(data))
+    if "tlmalloc" not in totals:
+        return None
+    caught, run = totals["tlmalloc"]
+    rank = 1 + sum(1 for c, _ in totals.values() if c > caught)
+    best = max(totals, key=lambda name: totals[name][0])
+    versus = "%+d" % (caught - totals[BASELINE][0]) \
+        if BASELINE in totals else "–"
+    return "| security | misuse programs caught | %d of %d | %s | %d of %d " \
+        "| %s (%d) | – |" % (caught, run, versus, rank, len(totals), best,
+                             totals[best][0])
+
+
+def security_section(data: Results) -> list[str]:
+    security = data.security
+    lines = ["", "## " + SECURITY_TITLE, ""]
+    if not security.available:
+        return lines + ["Not measured: %s." % security.note]
+    table = security_table(data)
+    names = list(table)
+    keys: list[tuple[str, str]] = []
+    for rows in table.values():
+        keys += [k for k in rows if k not in keys]
+    sizes = {s.arg: s.title for s in security_mod.SIZES}
+    totals = security_totals(table)
+    most = best_values([float(c) for c, _ in totals.values()], higher=True)
+    lines += ["The project's misuse programs (`test/misuse`: one misuse "
+              "each, at 8 B, 4 KiB and 256 KiB), each run once with each "
+              "allocator. **caught**: the program died of a signal (an "
+              "abort, a fault) before it could print that it survived; "
+              "*not caught*: it printed so and exited 0; HANG: killed at "
+              "its time limit; ERROR: anything else (both listed below the "
+              "table). The most caught is **bold**.%s" % (
+                  " The pass took %.1f s." % security.wall
+                  if security.wall else ""), "",
+              "| misuse | size | %s |" % " | ".join(names),
+              "|---|---|" + "---|" * len(names)]
+    for kind, size in keys:
+        cells = [table[name].get((kind, size)) for name in names]
+        lines.append("| %s | %s | %s |" % (kind, sizes.get(size, size),
+                                           " | ".join(
+            SECURITY_CELLS[c.outcome] if c else "–" for c in cells)))
+    total_cells = []
+    for name in names:
+        caught, run = totals[name]
+        text = "%d of %d" % (caught, run)
+        total_cells.append("**%s**" % text if most is not None and
+                           caught == most else text)
+    lines.append("| **caught** | | %s |" % " | ".join(total_cells))
+    if security.skipped:
+        lines += ["", "Not measured: " + "; ".join(
+            "%s (%s)" % item for item in security.skipped.items()) + "."]
+    errors = [r for r in security.rows
+              if r.outcome in (Outcome.HANG, Outcome.ERROR)]
+    if errors:
+        lines += ["", "Not judged: " + "; ".join(
+            "%s %s with %s: %s" % (r.kind, sizes.get(r.size, r.size),
+                                   r.allocator, r.detail or
+                                   r.outcome.value) for r in errors) + "."]
     return lines
 
 
@@ -616,6 +710,7 @@ def build_report(data: Results) -> str:
     lines = header_section(data)
     lines += standing_section(data, cells)
     lines += fastpath_section(data)
+    lines += security_section(data)
     if builtin or not programs:
         lines += classic_section(data, cells)
         lines += ["", "## Workloads"]

@@ -2,11 +2,13 @@
 
 results/<YYYYmmdd-HHMMSS>[-N]/
     runs.csv, runs.json    every run (runs.json also holds the machine,
-                           the allocators, the command, the strace table
-                           and the fast-path table)
+                           the allocators, the command, the strace table,
+                           the fast-path table and the security table)
     strace.csv             the syscall counts of the strace runs
     fastpath.csv           instructions per malloc+free pair (callgrind),
                            one row per allocator and size mix
+    security.csv           the misuse programs' outcomes, one row per
+                           kind, size and allocator
     report.md              the report
     plots/*.png, *.svg     the plots
 results/latest -> the newest folder
@@ -20,7 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .records import FastpathRow, Mix, Results, Run, StraceRow
+from .records import FastpathRow, Mix, Results, Run, SecurityRow, StraceRow
 
 RUN_COLUMNS = ("workload", "point", "allocator", "rep", "ok", "reason",
                "wall", "user", "sys", "maxrss_kb", "exit_code", "signal",
@@ -35,6 +37,10 @@ STRACE_CSV_COLUMNS = ("workload", "allocator", "ok", "reason", "wall",
 # measured True a failed measurement
 FASTPATH_COLUMNS = ("allocator", "mix", "instructions_per_pair", "ok",
                     "measured", "reason")
+
+# security.csv: outcome caught, not caught, hang or error; detail the
+# signal that stopped the program, or what went wrong
+SECURITY_COLUMNS = ("kind", "size", "allocator", "outcome", "detail")
 
 
 def new_run_dir(root: Path, now: float | None = None) -> Path:
@@ -104,6 +110,15 @@ def write_fastpath_csv(path: Path, rows: Iterable[FastpathRow]) -> None:
         for row in rows:
             out.writerow([csv_cell(getattr(row, c))
                           for c in FASTPATH_COLUMNS])
+
+
+def write_security_csv(path: Path, rows: Iterable[SecurityRow]) -> None:
+    with path.open("w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(SECURITY_COLUMNS)
+        for row in rows:
+            out.writerow([csv_cell(getattr(row, c))
+                          for c in SECURITY_COLUMNS])
 
 
 def read_fastpath_csv(path: Path) -> list[FastpathRow]:

@@ -300,14 +300,12 @@ static void growth_writes_numbered_dumps(void)
 }
 
 static const struct test_case cases[] = {
-	{ "signal_writes_numbered_dumps", signal_writes_numbered_dumps },
-	{ "growth_writes_numbered_dumps", growth_writes_numbered_dumps },
-	{ "proportions_within_sampling_error",
-	  proportions_within_sampling_error },
-	{ "freed_blocks_not_live", freed_blocks_not_live },
-	{ "switched_at_run_time", switched_at_run_time },
-	{ "threads_free_each_others_samples",
-	  threads_free_each_others_samples },
+	TEST_CASE(signal_writes_numbered_dumps),
+	TEST_CASE(growth_writes_numbered_dumps),
+	TEST_CASE(proportions_within_sampling_error),
+	TEST_CASE(freed_blocks_not_live),
+	TEST_CASE(switched_at_run_time),
+	TEST_CASE(threads_free_each_others_samples),
 };
 
 int main(int argc, char **argv)

@@ -401,7 +401,7 @@ static void first_operation(void)
 }
 
 static const struct test_case tests[] = {
-	{ "first_operation", first_operation },
+	TEST_CASE(first_operation),
 };
 
 int main(int argc, char **argv)

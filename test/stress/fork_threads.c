@@ -252,8 +252,8 @@ static void fork_orphans_leak(void)
 }
 
 static const struct test_case tests[] = {
-	{ "fork_child_deadlocks", fork_child_deadlocks },
-	{ "fork_orphans_leak", fork_orphans_leak },
+	TEST_CASE(fork_child_deadlocks),
+	TEST_CASE(fork_orphans_leak),
 };
 
 int main(int argc, char **argv)

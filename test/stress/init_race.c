@@ -51,11 +51,18 @@ __attribute__((constructor(101))) static void start_racers(void)
 		CHECK(pthread_create(&racers[i], NULL, racer_main, NULL) == 0);
 }
 
-int main(int argc, char **argv)
+static void init_race(void)
 {
-	CHECK(argc == 2 && strcmp(argv[1], "init_race") == 0);
 	atomic_store_explicit(&go, 1, memory_order_relaxed);
 	for (int i = 0; i < RACERS; i++)
 		CHECK(pthread_join(racers[i], NULL) == 0);
-	return 0;
+}
+
+static const struct test_case tests[] = {
+	TEST_CASE(init_race),
+};
+
+int main(int argc, char **argv)
+{
+	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }

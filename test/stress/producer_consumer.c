@@ -156,7 +156,7 @@ static void cross_thread_free_blowup(void)
 }
 
 static const struct test_case tests[] = {
-	{ "cross_thread_free_blowup", cross_thread_free_blowup },
+	TEST_CASE(cross_thread_free_blowup),
 };
 
 int main(int argc, char **argv)

@@ -122,8 +122,8 @@ static void purger_never_starts(void)
 int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
-		{ "purger_start_reenters", purger_start_reenters },
-		{ "purger_never_starts", purger_never_starts },
+		TEST_CASE(purger_start_reenters),
+		TEST_CASE(purger_never_starts),
 	};
 	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }

@@ -265,7 +265,7 @@ static void blocks_overlap_or_corrupt(void)
 }
 
 static const struct test_case tests[] = {
-	{ "blocks_overlap_or_corrupt", blocks_overlap_or_corrupt },
+	TEST_CASE(blocks_overlap_or_corrupt),
 };
 
 int main(int argc, char **argv)

@@ -294,9 +294,9 @@ static void exit_while_allocating(void)
 }
 
 static const struct test_case tests[] = {
-	{ "dtor_allocates_after_teardown", dtor_allocates_after_teardown },
-	{ "freed_after_owner_exit", freed_after_owner_exit },
-	{ "exit_while_allocating", exit_while_allocating },
+	TEST_CASE(dtor_allocates_after_teardown),
+	TEST_CASE(freed_after_owner_exit),
+	TEST_CASE(exit_while_allocating),
 };
 
 int main(int argc, char **argv)

@@ -132,7 +132,7 @@ static void dead_thread_memory_grows(void)
 }
 
 static const struct test_case tests[] = {
-	{ "dead_thread_memory_grows", dead_thread_memory_grows },
+	TEST_CASE(dead_thread_memory_grows),
 };
 
 int main(int argc, char **argv)

@@ -5,9 +5,11 @@
  * CHECK() stays on in release builds (unlike assert) and prints the file,
  * line and failed condition before exiting with status 1, so ctest records a
  * failure.  A test program holds a table of cases named after the failure
- * each one catches; `prog NAME` runs one case (that is how ctest calls it),
- * `prog` alone runs them all.  An unknown name is itself a failure, so a
- * case registered in CMake but missing from the table cannot pass silently.
+ * each one catches, one TEST_CASE(name) row a case (child.h adds rows for
+ * cases that run a child); `prog NAME` runs one case (that is how ctest
+ * calls it), `prog` alone runs them all.  CMake registers the cases from
+ * these rows (cmake/test-cases.cmake reads them from the source), so a
+ * case is declared once; an unknown name is still a failure.
  */
 #ifndef TL_TEST_CHECK_H
 #define TL_TEST_CHECK_H
@@ -56,24 +58,53 @@ static inline int is_aligned(const void *p, size_t alignment)
 	return ((uintptr_t)p & (alignment - 1)) == 0;
 }
 
+/*
+ * A case: run in the test's process; child, call and message belong to the
+ * cases that run the program again as a child (child.h).
+ */
 struct test_case {
 	const char *name;
 	void (*run)(void);
+	void (*child)(void);	/* what `prog NAME child` runs, or NULL */
+	const char *call;	/* a death case: the call its line names */
+	const char *message;	/* and what that line says */
 };
+
+/* A case whose function has the case's name. */
+#define TEST_CASE(name) { #name, name, NULL, NULL, NULL }
 
 #define TEST_COUNT(table) (sizeof(table) / sizeof((table)[0]))
 
+/* The case running now (run_tests), for a case that needs its own name. */
+static const struct test_case *test_current;
+
+static inline const char *test_name(void)
+{
+	return test_current->name;
+}
+
+/*
+ * Run the case argv[1] (all of them without it); as `prog NAME child`, the
+ * child part of that case instead.
+ */
 static inline int run_tests(const struct test_case *t, size_t n, int argc,
 			    char **argv)
 {
 	size_t i;
 	int found = 0;
+	int child = argc > 2 && strcmp(argv[2], "child") == 0;
 
 	for (i = 0; i < n; i++) {
 		if (argc > 1 && strcmp(argv[1], t[i].name) != 0)
 			continue;
+		if (child && t[i].child == NULL)
+			continue;
 		found = 1;
-		t[i].run();
+		test_current = &t[i];
+		if (child)
+			t[i].child();
+		else
+			t[i].run();
 		printf("ok %s\n", t[i].name);
 	}
 	if (!found) {

@@ -3,8 +3,11 @@
  * again as `self CASE child`, in a child process whose stdout and stderr
  * it captures, with an extra environment entry if asked.
  *
- * A program with child cases has two tables, cases and children (both
- * named after the parent case), and ends main with child_main().
+ * A program with child cases declares each in one row of its table:
+ * TEST_DEATH(name, child, call, message) for a death case (the child runs
+ * `child` and must abort after one line naming call and message),
+ * TEST_CHILD(name, child) for a case whose function `name` runs the child
+ * itself (child_run(test_name(), ...)); main ends with child_main().
  *
  * Under a cross build's emulator (cmake/qemu-run.sh) the program is the
  * target's, which this machine cannot exec: the child runs under the
@@ -116,13 +119,21 @@ static inline void child_expect_abort(const char *name, const char *call,
 	CHECKF(nl != NULL && nl[1] == '\0', "not one line: %s", err);
 }
 
-static inline int child_main(int argc, char **argv, const struct test_case *cases,
-		      size_t ncases, const struct test_case *children,
-		      size_t nchildren)
+/* A death case's test: its child, as its row says. */
+static inline void child_expect_death(void)
+{
+	child_expect_abort(test_current->name, test_current->call,
+			   test_current->message);
+}
+
+#define TEST_CHILD(name, child) { #name, name, child, NULL, NULL }
+#define TEST_DEATH(name, child, call, message) \
+	{ #name, child_expect_death, child, call, message }
+
+static inline int child_main(int argc, char **argv,
+			     const struct test_case *cases, size_t ncases)
 {
 	child_self = argv[0];
-	if (argc > 2 && strcmp(argv[2], "child") == 0)
-		return run_tests(children, nchildren, 2, argv);
 	return run_tests(cases, ncases, argc, argv);
 }
 

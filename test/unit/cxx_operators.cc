@@ -280,15 +280,15 @@ void operators_not_replaced()
 #endif
 
 const test_case tests[] = {
-	{ "new_misaligned", new_misaligned },
-	{ "aligned_new_misaligned", aligned_new_misaligned },
-	{ "overaligned_type_misaligned", overaligned_type_misaligned },
-	{ "new_no_bad_alloc", new_no_bad_alloc },
-	{ "nothrow_new_throws", nothrow_new_throws },
-	{ "delete_null_crashes", delete_null_crashes },
-	{ "containers_corrupt", containers_corrupt },
+	TEST_CASE(new_misaligned),
+	TEST_CASE(aligned_new_misaligned),
+	TEST_CASE(overaligned_type_misaligned),
+	TEST_CASE(new_no_bad_alloc),
+	TEST_CASE(nothrow_new_throws),
+	TEST_CASE(delete_null_crashes),
+	TEST_CASE(containers_corrupt),
 #ifdef TL_TEST_EXPECT_TLMALLOC
-	{ "operators_not_replaced", operators_not_replaced },
+	TEST_CASE(operators_not_replaced),
 #endif
 };
 

@@ -117,7 +117,7 @@ static void overflow_silent(void)
 {
 	const char *words[] = { "byte 32 of the 32-byte block 0x",
 				"(guarded sample); allocated at ", NULL };
-	expect_report("overflow_silent", RATE1, "tlmalloc: heap overflow at 0x",
+	expect_report(test_name(), RATE1, "tlmalloc: heap overflow at 0x",
 		      words);
 }
 
@@ -134,7 +134,7 @@ static void overflow_slack_child(void)
 static void overflow_slack_rule(void)
 {
 	const char *words[] = { "byte 32 of the 24-byte block", NULL };
-	expect_report("overflow_slack_rule", RATE1,
+	expect_report(test_name(), RATE1,
 		      "tlmalloc: heap overflow at 0x", words);
 }
 
@@ -152,7 +152,7 @@ static void underflow_silent(void)
 	snprintf(block, sizeof(block), "1 byte before the %zu-byte block",
 		 page_size());
 	const char *words[] = { block, NULL };
-	expect_report("underflow_silent", RATE1,
+	expect_report(test_name(), RATE1,
 		      "tlmalloc: heap underflow at 0x", words);
 }
 
@@ -171,7 +171,7 @@ static void underflow_rule(void)
 	snprintf(block, sizeof(block), "%zu bytes before the 32-byte block",
 		 page_size() - 31);
 	const char *words[] = { block, NULL };
-	expect_report("underflow_rule", RATE1, "tlmalloc: heap underflow at 0x",
+	expect_report(test_name(), RATE1, "tlmalloc: heap underflow at 0x",
 		      words);
 }
 
@@ -186,7 +186,7 @@ static void use_after_free_child(void)
 static void use_after_free_silent(void)
 {
 	const char *words[] = { "byte 5 of the freed 32-byte block", NULL };
-	expect_report("use_after_free_silent", RATE1,
+	expect_report(test_name(), RATE1,
 		      "tlmalloc: use after free at 0x", words);
 }
 
@@ -211,7 +211,7 @@ static void use_after_free_busy_pool(void)
 {
 	const char *words[] = { "byte 0 of the freed 32-byte block", NULL };
 	setenv("TLMALLOC_GUARDED_SLOTS", "4", 1);
-	expect_report("use_after_free_busy_pool", RATE1,
+	expect_report(test_name(), RATE1,
 		      "tlmalloc: use after free at 0x", words);
 	unsetenv("TLMALLOC_GUARDED_SLOTS");
 }
@@ -228,7 +228,7 @@ static void double_free_child(void)
 static void double_free_silent(void)
 {
 	const char *words[] = { "): double free", NULL };
-	expect_report("double_free_silent", RATE1, "tlmalloc: free(0x", words);
+	expect_report(test_name(), RATE1, "tlmalloc: free(0x", words);
 }
 
 static void interior_free_child(void)
@@ -240,7 +240,7 @@ static void interior_free_child(void)
 static void interior_free_silent(void)
 {
 	const char *words[] = { "not the start of a block", NULL };
-	expect_report("interior_free_silent", RATE1, "tlmalloc: free(0x",
+	expect_report(test_name(), RATE1, "tlmalloc: free(0x",
 		      words);
 }
 
@@ -254,7 +254,7 @@ static void usable_freed_child(void)
 static void usable_freed_silent(void)
 {
 	const char *words[] = { "block already freed", NULL };
-	expect_report("usable_freed_silent", RATE1,
+	expect_report(test_name(), RATE1,
 		      "tlmalloc: malloc_usable_size(0x", words);
 }
 
@@ -269,7 +269,7 @@ static void own_fault_not_reported(void)
 {
 	char err[1024];
 	alarm(60);
-	int st = child_run("own_fault_not_reported", RATE1, NULL, 0, err,
+	int st = child_run(test_name(), RATE1, NULL, 0, err,
 			   sizeof(err));
 	alarm(0);
 	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %d: %s",
@@ -301,7 +301,7 @@ static void pool_bounded_child(void)
 static void pool_bounded(void)
 {
 	setenv("TLMALLOC_GUARDED_SLOTS", "4", 1);
-	expect_clean("pool_bounded", RATE1);
+	expect_clean(test_name(), RATE1);
 	unsetenv("TLMALLOC_GUARDED_SLOTS");
 }
 
@@ -434,12 +434,12 @@ static void threads_child(void)
 
 static void threads_corrupt_rate1(void)
 {
-	expect_clean("threads_corrupt_rate1", RATE1);
+	expect_clean(test_name(), RATE1);
 }
 
 static void threads_corrupt_rate3(void)
 {
-	expect_clean("threads_corrupt_rate3", "TLMALLOC_GUARDED_RATE=3");
+	expect_clean(test_name(), "TLMALLOC_GUARDED_RATE=3");
 }
 
 /* ---- the option ---- */
@@ -471,64 +471,44 @@ static void expect_warning(const char *name, const char *env)
 
 static void bad_rate_silent(void)
 {
-	expect_warning("bad_rate_silent", "TLMALLOC_GUARDED_RATE=-1");
+	expect_warning(test_name(), "TLMALLOC_GUARDED_RATE=-1");
 }
 
 static void bad_slots_silent(void)
 {
-	expect_warning("bad_slots_silent", "TLMALLOC_GUARDED_SLOTS=0");
-	expect_warning("bad_slots_silent", "TLMALLOC_GUARDED_SLOTS=257");
+	expect_warning(test_name(), "TLMALLOC_GUARDED_SLOTS=0");
+	expect_warning(test_name(), "TLMALLOC_GUARDED_SLOTS=257");
 }
 
 static void off_by_default(void)
 {
 	char out[256], err[1024];
-	int st = child_run("off_by_default", NULL, out, sizeof(out), err,
+	int st = child_run(test_name(), NULL, out, sizeof(out), err,
 			   sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 && err[0] == '\0',
 	       "status %d: %s", st, err);
 }
 
 static const struct test_case cases[] = {
-	{ "overflow_silent", overflow_silent },
-	{ "overflow_slack_rule", overflow_slack_rule },
-	{ "underflow_silent", underflow_silent },
-	{ "underflow_rule", underflow_rule },
-	{ "use_after_free_silent", use_after_free_silent },
-	{ "use_after_free_busy_pool", use_after_free_busy_pool },
-	{ "double_free_silent", double_free_silent },
-	{ "interior_free_silent", interior_free_silent },
-	{ "usable_freed_silent", usable_freed_silent },
-	{ "own_fault_not_reported", own_fault_not_reported },
-	{ "pool_bounded", pool_bounded },
-	{ "threads_corrupt_rate1", threads_corrupt_rate1 },
-	{ "threads_corrupt_rate3", threads_corrupt_rate3 },
-	{ "bad_rate_silent", bad_rate_silent },
-	{ "bad_slots_silent", bad_slots_silent },
-	{ "off_by_default", off_by_default },
-};
-
-static const struct test_case children[] = {
-	{ "overflow_silent", overflow_child },
-	{ "overflow_slack_rule", overflow_slack_child },
-	{ "underflow_silent", underflow_child },
-	{ "underflow_rule", underflow_rule_child },
-	{ "use_after_free_silent", use_after_free_child },
-	{ "use_after_free_busy_pool", use_after_free_busy_child },
-	{ "double_free_silent", double_free_child },
-	{ "interior_free_silent", interior_free_child },
-	{ "usable_freed_silent", usable_freed_child },
-	{ "own_fault_not_reported", own_fault_child },
-	{ "pool_bounded", pool_bounded_child },
-	{ "threads_corrupt_rate1", threads_child },
-	{ "threads_corrupt_rate3", threads_child },
-	{ "bad_rate_silent", no_pool_child },
-	{ "bad_slots_silent", no_pool_child },
-	{ "off_by_default", no_pool_child },
+	TEST_CHILD(overflow_silent, overflow_child),
+	TEST_CHILD(overflow_slack_rule, overflow_slack_child),
+	TEST_CHILD(underflow_silent, underflow_child),
+	TEST_CHILD(underflow_rule, underflow_rule_child),
+	TEST_CHILD(use_after_free_silent, use_after_free_child),
+	TEST_CHILD(use_after_free_busy_pool, use_after_free_busy_child),
+	TEST_CHILD(double_free_silent, double_free_child),
+	TEST_CHILD(interior_free_silent, interior_free_child),
+	TEST_CHILD(usable_freed_silent, usable_freed_child),
+	TEST_CHILD(own_fault_not_reported, own_fault_child),
+	TEST_CHILD(pool_bounded, pool_bounded_child),
+	TEST_CHILD(threads_corrupt_rate1, threads_child),
+	TEST_CHILD(threads_corrupt_rate3, threads_child),
+	TEST_CHILD(bad_rate_silent, no_pool_child),
+	TEST_CHILD(bad_slots_silent, no_pool_child),
+	TEST_CHILD(off_by_default, no_pool_child),
 };
 
 int main(int argc, char **argv)
 {
-	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
-			  TEST_COUNT(children));
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -257,49 +257,6 @@ static void slow_path_checks_heap(void)
 	CHECKF(0, "the slow path did not check the heap");
 }
 
-struct breakage {
-	const char *name;
-	void (*child)(void);
-	const char *checker;	/* the function named in the line */
-	const char *message;
-};
-
-static const struct breakage breakages[] = {
-	{ "page_free_list_loops", page_free_list_loops,
-	  "tl_page_check", "a free list loops" },
-	{ "page_link_outside_carved", page_link_outside_carved,
-	  "tl_page_check", "a free list leaves the carved part" },
-	{ "page_block_on_two_lists", page_block_on_two_lists,
-	  "tl_page_check", "a block is on two free lists" },
-	{ "page_free_mark_lost", page_free_mark_lost,
-	  "tl_page_check", "a free block lacks its free mark" },
-	{ "page_avail_miscounted", page_avail_miscounted,
-	  "tl_page_check", "avail is not the length of free" },
-	{ "page_remote_count_wrong", page_remote_count_wrong,
-	  "tl_page_check", "thread_free's count is not its list's length" },
-	{ "page_owner_word_wrong", page_owner_word_wrong,
-	  "tl_page_check", "owner word is not its list's" },
-	{ "heap_page_in_wrong_queue", heap_page_in_wrong_queue,
-	  "tl_heap_check", "a page in the queue of another class" },
-	{ "heap_queue_links_broken", heap_queue_links_broken,
-	  "tl_heap_check", "a class queue's links are broken" },
-	{ "heap_pages_owned_wrong", heap_pages_owned_wrong,
-	  "tl_heap_check", "pages_owned is not the pages in its lists" },
-	{ "heap_direct_slot_stale", heap_direct_slot_stale,
-	  "tl_heap_check", "a direct slot is not its queue's head" },
-	{ "pool_used_pages_wrong", pool_used_pages_wrong,
-	  "tl_pool_check_locked",
-	  "a segment's used_pages is not its pages out of the pool" },
-	{ "pool_free_page_owned", pool_free_page_owned,
-	  "tl_pool_check_locked", "a free page has an owner" },
-	{ "pool_abandoned_page_loops", pool_abandoned_page_loops,
-	  "tl_page_check", "a free list loops" },
-	{ "list_remove_not_listed", list_remove_not_listed,
-	  "tl_list_remove", "assertion failed: " },
-	{ "slow_path_checks_heap", slow_path_checks_heap,
-	  "tl_heap_check", "pages_owned is not the pages in its lists" },
-};
-
 /* Threads that allocate and free their own blocks and each other's. */
 static void *churn(void *arg)
 {
@@ -329,26 +286,47 @@ static void sound_state_rejected(void)
 	CHECK(tl_pool_check());
 }
 
+static const struct test_case cases[] = {
+	TEST_DEATH(page_free_list_loops, page_free_list_loops,
+		   "tl_page_check", "a free list loops"),
+	TEST_DEATH(page_link_outside_carved, page_link_outside_carved,
+		   "tl_page_check", "a free list leaves the carved part"),
+	TEST_DEATH(page_block_on_two_lists, page_block_on_two_lists,
+		   "tl_page_check", "a block is on two free lists"),
+	TEST_DEATH(page_free_mark_lost, page_free_mark_lost,
+		   "tl_page_check", "a free block lacks its free mark"),
+	TEST_DEATH(page_avail_miscounted, page_avail_miscounted,
+		   "tl_page_check", "avail is not the length of free"),
+	TEST_DEATH(page_remote_count_wrong, page_remote_count_wrong,
+		   "tl_page_check",
+		   "thread_free's count is not its list's length"),
+	TEST_DEATH(page_owner_word_wrong, page_owner_word_wrong,
+		   "tl_page_check", "owner word is not its list's"),
+	TEST_DEATH(heap_page_in_wrong_queue, heap_page_in_wrong_queue,
+		   "tl_heap_check", "a page in the queue of another class"),
+	TEST_DEATH(heap_queue_links_broken, heap_queue_links_broken,
+		   "tl_heap_check", "a class queue's links are broken"),
+	TEST_DEATH(heap_pages_owned_wrong, heap_pages_owned_wrong,
+		   "tl_heap_check",
+		   "pages_owned is not the pages in its lists"),
+	TEST_DEATH(heap_direct_slot_stale, heap_direct_slot_stale,
+		   "tl_heap_check", "a direct slot is not its queue's head"),
+	TEST_DEATH(pool_used_pages_wrong, pool_used_pages_wrong,
+		   "tl_pool_check_locked",
+		   "a segment's used_pages is not its pages out of the pool"),
+	TEST_DEATH(pool_free_page_owned, pool_free_page_owned,
+		   "tl_pool_check_locked", "a free page has an owner"),
+	TEST_DEATH(pool_abandoned_page_loops, pool_abandoned_page_loops,
+		   "tl_page_check", "a free list loops"),
+	TEST_DEATH(list_remove_not_listed, list_remove_not_listed,
+		   "tl_list_remove", "assertion failed: "),
+	TEST_DEATH(slow_path_checks_heap, slow_path_checks_heap,
+		   "tl_heap_check",
+		   "pages_owned is not the pages in its lists"),
+	TEST_CASE(sound_state_rejected),
+};
+
 int main(int argc, char **argv)
 {
-	child_self = argv[0];
-	if (argc > 1 && strcmp(argv[1], "sound_state_rejected") == 0) {
-		sound_state_rejected();
-		printf("ok %s\n", argv[1]);
-		return 0;
-	}
-	for (size_t i = 0; i < TEST_COUNT(breakages); i++) {
-		const struct breakage *b = &breakages[i];
-		if (argc < 2 || strcmp(argv[1], b->name) != 0)
-			continue;
-		if (argc > 2 && strcmp(argv[2], "child") == 0) {
-			b->child();
-			CHECKF(0, "%s: the checker passed", b->name);
-		}
-		child_expect_abort(b->name, b->checker, b->message);
-		printf("ok %s\n", b->name);
-		return 0;
-	}
-	fprintf(stderr, "no test case named %s\n", argc > 1 ? argv[1] : "");
-	return 2;
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

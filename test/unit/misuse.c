@@ -402,162 +402,18 @@ static void expect_segv(const char *name, const char *env, const char *line)
 
 static void segfault_swallowed(void)
 {
-	expect_segv("segfault_swallowed", NULL, NULL);
+	expect_segv(test_name(), NULL, NULL);
 }
 
 static void raised_segv_swallowed(void)
 {
-	expect_segv("raised_segv_swallowed", NULL, NULL);
+	expect_segv(test_name(), NULL, NULL);
 }
 
 static void catch_foreign_ignored(void)
 {
-	expect_segv("catch_foreign_ignored", "TLMALLOC_CATCH_FOREIGN=0",
+	expect_segv(test_name(), "TLMALLOC_CATCH_FOREIGN=0",
 		    "freeing");
-}
-
-static void foreign_unmapped_free_silent(void)
-{
-	child_expect_abort("foreign_unmapped_free_silent", "free",
-			   "not allocated by tlmalloc");
-}
-
-static void interior_free_silent(void)
-{
-	child_expect_abort("interior_free_silent", "free",
-			   "not the start of a block");
-}
-
-static void interior_free_odd_silent(void)
-{
-	child_expect_abort("interior_free_odd_silent", "free",
-			   "not the start of a block");
-}
-
-static void interior_remote_silent(void)
-{
-	child_expect_abort("interior_remote_silent", "free",
-			   "not the start of a block");
-}
-
-static void interior_medium_silent(void)
-{
-	child_expect_abort("interior_medium_silent", "free",
-			   "not the start of a block");
-}
-
-static void interior_huge_silent(void)
-{
-	child_expect_abort("interior_huge_silent", "free",
-			   "not the start of a block");
-}
-
-static void interior_realloc_silent(void)
-{
-	child_expect_abort("interior_realloc_silent", "realloc",
-			   "not the start of a block");
-}
-
-static void interior_usable_silent(void)
-{
-	child_expect_abort("interior_usable_silent", "malloc_usable_size",
-			   "not the start of a block");
-}
-
-static void double_free_silent(void)
-{
-	child_expect_abort("double_free_silent", "free", "double free");
-}
-
-static void double_free_later_silent(void)
-{
-	child_expect_abort("double_free_later_silent", "free", "double free");
-}
-
-static void double_free_remote_silent(void)
-{
-	child_expect_abort("double_free_remote_silent", "free", "double free");
-}
-
-static void double_free_mixed_silent(void)
-{
-	child_expect_abort("double_free_mixed_silent", "free", "double free");
-}
-
-static void double_free_medium_silent(void)
-{
-	child_expect_abort("double_free_medium_silent", "free", "double free");
-}
-
-static void realloc_freed_silent(void)
-{
-	child_expect_abort("realloc_freed_silent", "realloc",
-			   "block already freed");
-}
-
-static void usable_freed_silent(void)
-{
-	child_expect_abort("usable_freed_silent", "malloc_usable_size",
-			   "block already freed");
-}
-
-static void never_returned_silent(void)
-{
-	child_expect_abort("never_returned_silent", "free", "double free");
-}
-
-static void past_carved_free_silent(void)
-{
-	child_expect_abort("past_carved_free_silent", "free",
-			   "not a block malloc returned");
-}
-
-static void past_carved_small_silent(void)
-{
-	child_expect_abort("past_carved_small_silent", "free",
-			   "not a block malloc returned");
-}
-
-static void past_carved_medium_silent(void)
-{
-	child_expect_abort("past_carved_medium_silent", "free",
-			   "not a block malloc returned");
-}
-
-static void interior_remote_medium_silent(void)
-{
-	child_expect_abort("interior_remote_medium_silent", "free",
-			   "not the start of a block");
-}
-
-static void sized_delete_larger_silent(void)
-{
-	child_expect_abort("sized_delete_larger_silent", "operator delete",
-			   "size 32 does not match the block (16 bytes)");
-}
-
-static void sized_delete_smaller_silent(void)
-{
-	child_expect_abort("sized_delete_smaller_silent", "operator delete[]",
-			   "size 3000 does not match the block (4096 bytes)");
-}
-
-static void sized_delete_huge_silent(void)
-{
-	child_expect_abort("sized_delete_huge_silent", "operator delete",
-			   "size 65536 does not match the block");
-}
-
-static void free_sized_mismatch_silent(void)
-{
-	child_expect_abort("free_sized_mismatch_silent", "free_sized",
-			   "size 200 does not match the block (112 bytes)");
-}
-
-static void aligned_sized_mismatch_silent(void)
-{
-	child_expect_abort("aligned_sized_mismatch_silent", "operator delete",
-			   "size 300 does not match the block (128 bytes)");
 }
 
 /* A block whose words look free: the mark, and a NULL or foreign link. */
@@ -592,71 +448,68 @@ static void mark_lookalike_aborts(void)
 }
 
 static const struct test_case cases[] = {
-	{ "interior_free_silent", interior_free_silent },
-	{ "interior_free_odd_silent", interior_free_odd_silent },
-	{ "interior_remote_silent", interior_remote_silent },
-	{ "interior_medium_silent", interior_medium_silent },
-	{ "interior_huge_silent", interior_huge_silent },
-	{ "interior_realloc_silent", interior_realloc_silent },
-	{ "interior_usable_silent", interior_usable_silent },
-	{ "double_free_silent", double_free_silent },
-	{ "double_free_later_silent", double_free_later_silent },
-	{ "double_free_remote_silent", double_free_remote_silent },
-	{ "double_free_mixed_silent", double_free_mixed_silent },
-	{ "double_free_medium_silent", double_free_medium_silent },
-	{ "realloc_freed_silent", realloc_freed_silent },
-	{ "usable_freed_silent", usable_freed_silent },
-	{ "never_returned_silent", never_returned_silent },
-	{ "foreign_unmapped_free_silent", foreign_unmapped_free_silent },
-	{ "segfault_swallowed", segfault_swallowed },
-	{ "raised_segv_swallowed", raised_segv_swallowed },
-	{ "catch_foreign_ignored", catch_foreign_ignored },
-	{ "mark_lookalike_aborts", mark_lookalike_aborts },
-	{ "past_carved_free_silent", past_carved_free_silent },
-	{ "past_carved_small_silent", past_carved_small_silent },
-	{ "past_carved_medium_silent", past_carved_medium_silent },
-	{ "interior_remote_medium_silent", interior_remote_medium_silent },
-	{ "sized_delete_larger_silent", sized_delete_larger_silent },
-	{ "sized_delete_smaller_silent", sized_delete_smaller_silent },
-	{ "sized_delete_huge_silent", sized_delete_huge_silent },
-	{ "free_sized_mismatch_silent", free_sized_mismatch_silent },
-	{ "aligned_sized_mismatch_silent", aligned_sized_mismatch_silent },
-	{ "sized_free_false_alarm", sized_free_false_alarm },
-};
-
-static const struct test_case children[] = {
-	{ "interior_free_silent", interior_free_child },
-	{ "interior_free_odd_silent", interior_free_odd_child },
-	{ "interior_remote_silent", interior_remote_child },
-	{ "interior_medium_silent", interior_medium_child },
-	{ "interior_huge_silent", interior_huge_child },
-	{ "interior_realloc_silent", interior_realloc_child },
-	{ "interior_usable_silent", interior_usable_child },
-	{ "double_free_silent", double_free_child },
-	{ "double_free_later_silent", double_free_later_child },
-	{ "double_free_remote_silent", double_free_remote_child },
-	{ "double_free_mixed_silent", double_free_mixed_child },
-	{ "double_free_medium_silent", double_free_medium_child },
-	{ "realloc_freed_silent", realloc_freed_child },
-	{ "usable_freed_silent", usable_freed_child },
-	{ "never_returned_silent", never_returned_child },
-	{ "foreign_unmapped_free_silent", foreign_unmapped_free_child },
-	{ "segfault_swallowed", segfault_child },
-	{ "raised_segv_swallowed", raised_segv_child },
-	{ "catch_foreign_ignored", foreign_unmapped_free_child },
-	{ "past_carved_free_silent", past_carved_free_child },
-	{ "past_carved_small_silent", past_carved_small_child },
-	{ "past_carved_medium_silent", past_carved_medium_child },
-	{ "interior_remote_medium_silent", interior_remote_medium_child },
-	{ "sized_delete_larger_silent", sized_delete_larger_child },
-	{ "sized_delete_smaller_silent", sized_delete_smaller_child },
-	{ "sized_delete_huge_silent", sized_delete_huge_child },
-	{ "free_sized_mismatch_silent", free_sized_mismatch_child },
-	{ "aligned_sized_mismatch_silent", aligned_sized_mismatch_child },
+	TEST_DEATH(interior_free_silent, interior_free_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(interior_free_odd_silent, interior_free_odd_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(interior_remote_silent, interior_remote_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(interior_medium_silent, interior_medium_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(interior_huge_silent, interior_huge_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(interior_realloc_silent, interior_realloc_child,
+		   "realloc", "not the start of a block"),
+	TEST_DEATH(interior_usable_silent, interior_usable_child,
+		   "malloc_usable_size", "not the start of a block"),
+	TEST_DEATH(double_free_silent, double_free_child,
+		   "free", "double free"),
+	TEST_DEATH(double_free_later_silent, double_free_later_child,
+		   "free", "double free"),
+	TEST_DEATH(double_free_remote_silent, double_free_remote_child,
+		   "free", "double free"),
+	TEST_DEATH(double_free_mixed_silent, double_free_mixed_child,
+		   "free", "double free"),
+	TEST_DEATH(double_free_medium_silent, double_free_medium_child,
+		   "free", "double free"),
+	TEST_DEATH(realloc_freed_silent, realloc_freed_child,
+		   "realloc", "block already freed"),
+	TEST_DEATH(usable_freed_silent, usable_freed_child,
+		   "malloc_usable_size", "block already freed"),
+	TEST_DEATH(never_returned_silent, never_returned_child,
+		   "free", "double free"),
+	TEST_DEATH(foreign_unmapped_free_silent, foreign_unmapped_free_child,
+		   "free", "not allocated by tlmalloc"),
+	TEST_CHILD(segfault_swallowed, segfault_child),
+	TEST_CHILD(raised_segv_swallowed, raised_segv_child),
+	TEST_CHILD(catch_foreign_ignored, foreign_unmapped_free_child),
+	TEST_CASE(mark_lookalike_aborts),
+	TEST_DEATH(past_carved_free_silent, past_carved_free_child,
+		   "free", "not a block malloc returned"),
+	TEST_DEATH(past_carved_small_silent, past_carved_small_child,
+		   "free", "not a block malloc returned"),
+	TEST_DEATH(past_carved_medium_silent, past_carved_medium_child,
+		   "free", "not a block malloc returned"),
+	TEST_DEATH(interior_remote_medium_silent, interior_remote_medium_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(sized_delete_larger_silent, sized_delete_larger_child,
+		   "operator delete",
+		   "size 32 does not match the block (16 bytes)"),
+	TEST_DEATH(sized_delete_smaller_silent, sized_delete_smaller_child,
+		   "operator delete[]",
+		   "size 3000 does not match the block (4096 bytes)"),
+	TEST_DEATH(sized_delete_huge_silent, sized_delete_huge_child,
+		   "operator delete", "size 65536 does not match the block"),
+	TEST_DEATH(free_sized_mismatch_silent, free_sized_mismatch_child,
+		   "free_sized",
+		   "size 200 does not match the block (112 bytes)"),
+	TEST_DEATH(aligned_sized_mismatch_silent, aligned_sized_mismatch_child,
+		   "operator delete",
+		   "size 300 does not match the block (128 bytes)"),
+	TEST_CASE(sized_free_false_alarm),
 };
 
 int main(int argc, char **argv)
 {
-	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
-			  TEST_COUNT(children));
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

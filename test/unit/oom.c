@@ -356,16 +356,14 @@ static void fault_huge_not_retried(void)
 }
 
 static const struct test_case cases[] = {
-	{ "rlimit_free_memory_unused", rlimit_free_memory_unused },
-	{ "rlimit_threads_free_memory_unused",
-	  rlimit_threads_free_memory_unused },
-	{ "fault_free_memory_unused", fault_free_memory_unused },
-	{ "fault_threads_free_memory_unused",
-	  fault_threads_free_memory_unused },
-	{ "fault_abandoned_memory_unused", fault_abandoned_memory_unused },
-	{ "fault_other_kind_unused", fault_other_kind_unused },
-	{ "fault_surplus_unused", fault_surplus_unused },
-	{ "fault_huge_not_retried", fault_huge_not_retried },
+	TEST_CASE(rlimit_free_memory_unused),
+	TEST_CASE(rlimit_threads_free_memory_unused),
+	TEST_CASE(fault_free_memory_unused),
+	TEST_CASE(fault_threads_free_memory_unused),
+	TEST_CASE(fault_abandoned_memory_unused),
+	TEST_CASE(fault_other_kind_unused),
+	TEST_CASE(fault_surplus_unused),
+	TEST_CASE(fault_huge_not_retried),
 };
 
 int main(int argc, char **argv)

@@ -163,9 +163,9 @@ static void hole_one_a_call(void)
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
-		{ "several_mappings", several_mappings },
-		{ "several_one_a_call", several_one_a_call },
-		{ "hole_one_a_call", hole_one_a_call },
+		TEST_CASE(several_mappings),
+		TEST_CASE(several_one_a_call),
+		TEST_CASE(hole_one_a_call),
 	};
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	return run_tests(cases, TEST_COUNT(cases), argc, argv);

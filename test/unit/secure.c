@@ -142,38 +142,6 @@ static void interior_free_child(void)
 	printf("not detected\n");
 }
 
-static void double_free_missed(void)
-{
-	child_expect_abort("double_free_missed", "free", "double free");
-}
-
-static void double_free_late_missed(void)
-{
-	child_expect_abort("double_free_late_missed", "free", "double free");
-}
-
-static void remote_double_free_missed(void)
-{
-	child_expect_abort("remote_double_free_missed", "free", "double free");
-}
-
-static void overrun_into_link_missed(void)
-{
-	child_expect_abort("overrun_into_link_missed", "malloc",
-		     "free list corrupted");
-}
-
-static void use_after_free_link_missed(void)
-{
-	child_expect_abort("use_after_free_link_missed", "malloc",
-		     "free list corrupted");
-}
-
-static void interior_free_missed(void)
-{
-	child_expect_abort("interior_free_missed", "free", "not the start of a block");
-}
-
 /* Free a block of n bytes of 0x11 (its page kept from emptying, so its
  * memory stays as freed) and count the bytes past its first two words
  * that hold `byte` afterwards. */
@@ -329,31 +297,27 @@ static void not_secure_library(void)
 }
 
 static const struct test_case cases[] = {
-	{ "not_secure_library", not_secure_library },
-	{ "double_free_missed", double_free_missed },
-	{ "double_free_late_missed", double_free_late_missed },
-	{ "remote_double_free_missed", remote_double_free_missed },
-	{ "overrun_into_link_missed", overrun_into_link_missed },
-	{ "use_after_free_link_missed", use_after_free_link_missed },
-	{ "interior_free_missed", interior_free_missed },
-	{ "fill_missing", fill_missing },
-	{ "fill_option_ignored", fill_option_ignored },
-	{ "order_not_shuffled", order_not_shuffled },
-	{ "guard_page_missing", guard_page_missing },
-	{ "huge_guard_lost_on_realloc", huge_guard_lost_on_realloc },
-};
-
-static const struct test_case children[] = {
-	{ "double_free_missed", double_free_child },
-	{ "double_free_late_missed", double_free_late_child },
-	{ "remote_double_free_missed", remote_double_free_child },
-	{ "overrun_into_link_missed", overrun_into_link_child },
-	{ "use_after_free_link_missed", use_after_free_link_child },
-	{ "interior_free_missed", interior_free_child },
+	TEST_CASE(not_secure_library),
+	TEST_DEATH(double_free_missed, double_free_child,
+		   "free", "double free"),
+	TEST_DEATH(double_free_late_missed, double_free_late_child,
+		   "free", "double free"),
+	TEST_DEATH(remote_double_free_missed, remote_double_free_child,
+		   "free", "double free"),
+	TEST_DEATH(overrun_into_link_missed, overrun_into_link_child,
+		   "malloc", "free list corrupted"),
+	TEST_DEATH(use_after_free_link_missed, use_after_free_link_child,
+		   "malloc", "free list corrupted"),
+	TEST_DEATH(interior_free_missed, interior_free_child,
+		   "free", "not the start of a block"),
+	TEST_CASE(fill_missing),
+	TEST_CASE(fill_option_ignored),
+	TEST_CASE(order_not_shuffled),
+	TEST_CASE(guard_page_missing),
+	TEST_CASE(huge_guard_lost_on_realloc),
 };
 
 int main(int argc, char **argv)
 {
-	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
-			  TEST_COUNT(children));
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

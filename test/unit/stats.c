@@ -579,7 +579,7 @@ static void malloc_stats_child(void)
 static void malloc_stats_silent(void)
 {
 	char err[4096];
-	int st = child_run("malloc_stats_silent", NULL, NULL, 0, err, sizeof(err));
+	int st = child_run(test_name(), NULL, NULL, 0, err, sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	CHECKF(strncmp(err, "Arena 0:\n", 9) == 0, "stderr: %s", err);
 	expect_figure(err, "system bytes", (uint64_t)N * SIZE);
@@ -608,7 +608,8 @@ static bool has_row(const char *table, unsigned size, const char *pages)
 static void show_stats_silent(void)
 {
 	char err[8192], line[64];
-	int st = child_run("show_stats_silent", "TLMALLOC_SHOW_STATS=1", NULL, 0, err, sizeof(err));
+	int st = child_run(test_name(), "TLMALLOC_SHOW_STATS=1", NULL, 0, err,
+			   sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	snprintf(line, sizeof(line), "tlmalloc %s statistics\n", tl_version());
 	CHECKF(strstr(err, line) != NULL, "stderr: %s", err);
@@ -631,36 +632,28 @@ static void show_stats_silent(void)
 				     &v[1], &v[2], &v[3], &v[4]) == 5 &&
 	       v[2] == 10 && v[3] == 10 && v[4] == 0, "%s", table);
 
-	st = child_run("show_stats_silent", NULL, NULL, 0, err, sizeof(err));
+	st = child_run(test_name(), NULL, NULL, 0, err, sizeof(err));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECKF(err[0] == '\0', "printed without the option: %s", err);
 }
 
 static const struct test_case cases[] = {
-	{ "live_not_counted", live_not_counted },
-	{ "class_ops_miscounted", class_ops_miscounted },
-	{ "class_ops_lost", class_ops_lost },
-	{ "version_ignored", version_ignored },
-	{ "remote_frees_not_counted", remote_frees_not_counted },
-	{ "remote_freed_pages_not_reused", remote_freed_pages_not_reused },
-	{ "json_malformed", json_malformed },
+	TEST_CASE(live_not_counted),
+	TEST_CASE(class_ops_miscounted),
+	TEST_CASE(class_ops_lost),
+	TEST_CASE(version_ignored),
+	TEST_CASE(remote_frees_not_counted),
+	TEST_CASE(remote_freed_pages_not_reused),
+	TEST_CASE(json_malformed),
 #if defined(__GLIBC__)
-	{ "mallinfo2_wrong", mallinfo2_wrong },
-	{ "malloc_info_broken", malloc_info_broken },
-	{ "malloc_stats_silent", malloc_stats_silent },
+	TEST_CASE(mallinfo2_wrong),
+	TEST_CASE(malloc_info_broken),
+	TEST_CHILD(malloc_stats_silent, malloc_stats_child),
 #endif
-	{ "show_stats_silent", show_stats_silent },
-};
-
-static const struct test_case children[] = {
-#if defined(__GLIBC__)
-	{ "malloc_stats_silent", malloc_stats_child },
-#endif
-	{ "show_stats_silent", show_stats_child },
+	TEST_CHILD(show_stats_silent, show_stats_child),
 };
 
 int main(int argc, char **argv)
 {
-	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
-			  TEST_COUNT(children));
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

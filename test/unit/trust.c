@@ -122,7 +122,7 @@ static void print_purge_delay(void)
 static void bad_option_value_silent(void)
 {
 	char out[256], err[1024];
-	int st = child_run("bad_option_value_silent",
+	int st = child_run(test_name(),
 			   "TLMALLOC_PURGE_DELAY=abc", out, sizeof(out), err,
 			   sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
@@ -131,7 +131,7 @@ static void bad_option_value_silent(void)
 			   "number in range; keeping the default\n") != NULL,
 	       "stderr: %s", err);
 
-	st = child_run("bad_option_value_silent", "TLMALLOC_PURGE_DELAY=250",
+	st = child_run(test_name(), "TLMALLOC_PURGE_DELAY=250",
 		       out, sizeof(out), err, sizeof(err));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECKF(strstr(out, "purge_delay=250\n") != NULL, "child said: %s", out);
@@ -287,11 +287,6 @@ static void double_free_child(void)
 	free(b[10]);
 	tl_trim();
 	printf("not detected\n");
-}
-
-static void double_free_hangs(void)
-{
-	child_expect_abort("double_free_hangs", "free", "double free");
 }
 
 static void realloc_move_loses_contents(void)
@@ -685,71 +680,35 @@ static void zero_aligned_outside_mapping(void)
 	}
 }
 
-static void foreign_realloc_silent(void)
-{
-	child_expect_abort("foreign_realloc_silent", "realloc",
-			   "not allocated by tlmalloc");
-}
-
-static void foreign_usable_size_silent(void)
-{
-	child_expect_abort("foreign_usable_size_silent", "malloc_usable_size",
-			   "not allocated by tlmalloc");
-}
-
-static void foreign_free_silent(void)
-{
-	child_expect_abort("foreign_free_silent", "free",
-			   "not allocated by tlmalloc");
-}
-
-static void static_free_faults(void)
-{
-	child_expect_abort("static_free_faults", "free",
-			   "not allocated by tlmalloc");
-}
-
-static void literal_free_faults(void)
-{
-	child_expect_abort("literal_free_faults", "free",
-			   "not allocated by tlmalloc");
-}
-
 static const struct test_case cases[] = {
-	{ "option_get_set_broken", option_get_set_broken },
-	{ "bad_option_value_silent", bad_option_value_silent },
-	{ "fault_injection_crashes", fault_injection_crashes },
-	{ "rlimit_oom_crashes", rlimit_oom_crashes },
-	{ "foreign_realloc_silent", foreign_realloc_silent },
-	{ "foreign_usable_size_silent", foreign_usable_size_silent },
-	{ "foreign_free_silent", foreign_free_silent },
-	{ "static_free_faults", static_free_faults },
-	{ "literal_free_faults", literal_free_faults },
-	{ "double_free_hangs", double_free_hangs },
-	{ "realloc_move_loses_contents", realloc_move_loses_contents },
-	{ "huge_tail_not_reused", huge_tail_not_reused },
-	{ "huge_cache_too_small", huge_cache_too_small },
-	{ "huge_pieces_not_gathered", huge_pieces_not_gathered },
-	{ "huge_mappings_unbounded", huge_mappings_unbounded },
-	{ "abandoned_free_blocks_resident", abandoned_free_blocks_resident },
-	{ "abandoned_blocks_purged_at_exit", abandoned_blocks_purged_at_exit },
-	{ "abandoned_blocks_kept_idle", abandoned_blocks_kept_idle },
-	{ "abandoned_memory_kept", abandoned_memory_kept },
-	{ "zero_aligned_outside_mapping", zero_aligned_outside_mapping },
-};
-
-static const struct test_case children[] = {
-	{ "bad_option_value_silent", print_purge_delay },
-	{ "foreign_realloc_silent", foreign_realloc_child },
-	{ "foreign_usable_size_silent", foreign_usable_size_child },
-	{ "foreign_free_silent", foreign_free_child },
-	{ "static_free_faults", static_free_child },
-	{ "literal_free_faults", literal_free_child },
-	{ "double_free_hangs", double_free_child },
+	TEST_CASE(option_get_set_broken),
+	TEST_CHILD(bad_option_value_silent, print_purge_delay),
+	TEST_CASE(fault_injection_crashes),
+	TEST_CASE(rlimit_oom_crashes),
+	TEST_DEATH(foreign_realloc_silent, foreign_realloc_child,
+		   "realloc", "not allocated by tlmalloc"),
+	TEST_DEATH(foreign_usable_size_silent, foreign_usable_size_child,
+		   "malloc_usable_size", "not allocated by tlmalloc"),
+	TEST_DEATH(foreign_free_silent, foreign_free_child,
+		   "free", "not allocated by tlmalloc"),
+	TEST_DEATH(static_free_faults, static_free_child,
+		   "free", "not allocated by tlmalloc"),
+	TEST_DEATH(literal_free_faults, literal_free_child,
+		   "free", "not allocated by tlmalloc"),
+	TEST_DEATH(double_free_hangs, double_free_child, "free", "double free"),
+	TEST_CASE(realloc_move_loses_contents),
+	TEST_CASE(huge_tail_not_reused),
+	TEST_CASE(huge_cache_too_small),
+	TEST_CASE(huge_pieces_not_gathered),
+	TEST_CASE(huge_mappings_unbounded),
+	TEST_CASE(abandoned_free_blocks_resident),
+	TEST_CASE(abandoned_blocks_purged_at_exit),
+	TEST_CASE(abandoned_blocks_kept_idle),
+	TEST_CASE(abandoned_memory_kept),
+	TEST_CASE(zero_aligned_outside_mapping),
 };
 
 int main(int argc, char **argv)
 {
-	return child_main(argc, argv, cases, TEST_COUNT(cases), children,
-			  TEST_COUNT(children));
+	return child_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -152,11 +152,11 @@ static void data_segment_size_wrong(void)
 }
 
 static const struct test_case tests[] = {
-	{ "ts_lock_blocks_overlap", ts_lock_blocks_overlap },
-	{ "ts_nolock_blocks_overlap", ts_nolock_blocks_overlap },
-	{ "ts_lock_threads_corrupt", ts_lock_threads_corrupt },
-	{ "ts_nolock_threads_corrupt", ts_nolock_threads_corrupt },
-	{ "data_segment_size_wrong", data_segment_size_wrong },
+	TEST_CASE(ts_lock_blocks_overlap),
+	TEST_CASE(ts_nolock_blocks_overlap),
+	TEST_CASE(ts_lock_threads_corrupt),
+	TEST_CASE(ts_nolock_threads_corrupt),
+	TEST_CASE(data_segment_size_wrong),
 };
 
 int main(int argc, char **argv)

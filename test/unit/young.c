@@ -132,9 +132,9 @@ static void young_alignment_lost(void)
 int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
-		{ "young_pages_not_shared", young_pages_not_shared },
-		{ "young_waste_unbounded", young_waste_unbounded },
-		{ "young_alignment_lost", young_alignment_lost },
+		TEST_CASE(young_pages_not_shared),
+		TEST_CASE(young_waste_unbounded),
+		TEST_CASE(young_alignment_lost),
 	};
 	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }
