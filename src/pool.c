@@ -130,8 +130,10 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		tl_lock_release(&tl_pool.lock);
 		if (page != NULL)
 			break;
-		if (tl_segment_create(kind) == NULL)
+		tl_segment *seg = tl_segment_create(kind);
+		if (seg == NULL)
 			return NULL;
+		tl_pool_register_segment(seg);
 	}
 	return own_free_page(heap, cls, page);
 }
@@ -231,10 +233,10 @@ void tl_pool_fork_parent(void)
 	tl_lock_release(&tl_pool.lock);
 }
 
-void tl_pool_fork_child(void)
+void tl_pool_fork_child(uintptr_t shared)
 {
 	tl_lock_reset(&tl_pool.lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
-	tl_pool_orphan_pages(tl_thread_id());
+	tl_pool_orphan_pages(tl_thread_id(), shared);
 }

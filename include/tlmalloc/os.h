@@ -51,6 +51,14 @@ void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size);
  */
 bool tl_os_move_pages(void *from, size_t size, void *to);
 
+/*
+ * Set from above (options.c, whenever an option changes), so that this
+ * layer reads no option: verbose, whether a refused mapping is reported on
+ * stderr; fault, asked before each mapping, true to make it fail as if the
+ * OS refused it (fault injection for tests; NULL: never).
+ */
+void tl_os_set_reporting(bool verbose, bool (*fault)(void));
+
 /* Monotonic clock in milliseconds. */
 uint64_t tl_os_now_ms(void);
 
@@ -60,9 +68,6 @@ void tl_os_futex_wait(const uint32_t *word, uint32_t expected);
 void tl_os_futex_wait_ms(const uint32_t *word, uint32_t expected,
 			 uint64_t timeout_ms);
 void tl_os_futex_wake_one(const uint32_t *word);
-
-/* Write a message to stderr without allocating. */
-void tl_os_write_stderr(const char *msg, size_t len);
 
 /* The secure build only (TL_SECURE): */
 /* Fill buf with random bytes (getrandom; a weaker fallback if refused). */

@@ -75,8 +75,8 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now);
 void tl_pool_adopt_orphans_locked(void);
 /* abandoned.c, in the fork child before any other thread exists (no lock):
  * the pages of heaps other than the forking thread's (self) and the shared
- * heap's are marked orphaned. */
-void tl_pool_orphan_pages(uint64_t self);
+ * heap (shared) are marked orphaned. */
+void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared);
 
 /* huge_cache.c: cached huge segments that are due (all if force) leave the
  * cache and the segment list for the unmap list (linked by next), which is
