@@ -98,7 +98,7 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now)
 			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
 				continue;
 			tl_page_collect(page);
-			if (page->avail != page->capacity)
+			if (!tl_page_is_empty(page))
 				continue;
 			tl_list_remove(&tl_pool.abandoned[cls], page);
 			give_unowned_locked(page, now);
@@ -157,7 +157,7 @@ static void adopt_orphan_locked(tl_page *page, uint64_t arg)
 		return;
 	tl_page_count_avail(page);	/* a queue head's avail meant nothing */
 	tl_page_collect(page);
-	if (page->avail == page->capacity) {
+	if (tl_page_is_empty(page)) {
 		give_unowned_locked(page, arg);
 		return;
 	}

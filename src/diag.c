@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "tlmalloc/diag.h"
@@ -33,31 +32,16 @@ void tl_assert_fail(const char *func, const char *what)
 }
 #endif
 
-static size_t format_hex(char *out, uintptr_t v)
-{
-	out[0] = '0';
-	out[1] = 'x';
-	return 2 + tl_format_u64(out + 2, v, 16);
-}
-
 void tl_fatal(const char *call, const void *p, const char *what)
 {
 	char buf[256];
-	size_t n = 0;
-	const char *parts[] = { "tlmalloc: ", call, "(" };
-	for (size_t i = 0; i < 3; i++) {
-		size_t len = strlen(parts[i]);
-		memcpy(buf + n, parts[i], len);
-		n += len;
-	}
-	n += format_hex(buf + n, (uintptr_t)p);
-	size_t len = strlen(what);
-	if (len > sizeof(buf) - n - 5)
-		len = sizeof(buf) - n - 5;
-	memcpy(buf + n, "): ", 3);
-	n += 3;
-	memcpy(buf + n, what, len);
-	n += len;
+	size_t cap = sizeof(buf) - 1;	/* room for the newline */
+	size_t n = tl_append(buf, 0, cap, "tlmalloc: ");
+	n = tl_append(buf, n, cap, call);
+	n = tl_append(buf, n, cap, "(");
+	n = tl_append_u64(buf, n, cap, (uintptr_t)p, 16);
+	n = tl_append(buf, n, cap, "): ");
+	n = tl_append(buf, n, cap, what);
 	buf[n++] = '\n';
 	tl_write_stderr(buf, n);
 	abort();

@@ -94,7 +94,8 @@ bool tl_pool_cache_huge(tl_segment *seg)
  * or grows it, large.c). */
 tl_segment *tl_pool_take_huge(size_t size)
 {
-	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
+	/* map_size is whole OS pages: >= want as for the unrounded size */
+	size_t want = tl_segment_huge_map_size(TL_SEGMENT_HEADER, size);
 	tl_segment *best = NULL, *best_prev = NULL, *prev = NULL;
 	if (size > TL_HUGE_CACHE_SEGMENT)
 		return NULL;

@@ -168,7 +168,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	size_t offset = (size_t)(page->start - (uint8_t *)seg);
-	size_t usable = seg->map_size - TL_HUGE_GUARD - offset;
+	size_t usable = tl_huge_usable(seg, page);
 	if (size <= usable && usable - size <= usable >> keep_shift)
 		return p;
 	if (size > PTRDIFF_MAX - offset)

@@ -1,5 +1,6 @@
 /*
- * os.c - the OS layer: the only file that makes system calls.
+ * os.c - the OS layer: the only file that makes system calls (but diag.c's
+ * write of a report to stderr).
  *
  * Every function saves and restores errno, so an allocator call that
  * succeeds never changes errno, and free() never does.  Nothing here

@@ -105,15 +105,9 @@ static tl_page *own_free_page(tl_heap *heap, unsigned cls, tl_page *page)
 	return page;
 }
 
-static enum tl_page_kind class_kind(unsigned cls)
-{
-	return tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
-						  : TL_PAGE_MEDIUM;
-}
-
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 {
-	enum tl_page_kind kind = class_kind(cls);
+	enum tl_page_kind kind = tl_class_kind(cls);
 	tl_page *page;
 	for (;;) {
 		tl_lock_acquire(&tl_pool.lock);
@@ -145,7 +139,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
  */
 tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls)
 {
-	enum tl_page_kind kind = class_kind(cls) == TL_PAGE_SMALL
+	enum tl_page_kind kind = tl_class_kind(cls) == TL_PAGE_SMALL
 					 ? TL_PAGE_MEDIUM : TL_PAGE_SMALL;
 	if (kind == TL_PAGE_SMALL && tl_class_size[cls] > TL_SLICE_SIZE)
 		return NULL;

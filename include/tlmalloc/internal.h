@@ -133,6 +133,13 @@ static inline unsigned tl_size_to_class(size_t size)
 	return 8 + (b - 7) * 4 + k;
 }
 
+/* The kind of page that holds blocks of class cls (sizeclass.c). */
+static inline enum tl_page_kind tl_class_kind(unsigned cls)
+{
+	return tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
+						  : TL_PAGE_MEDIUM;
+}
+
 /* The least size of class cls: one more than the class below. */
 static inline uint32_t tl_class_min(unsigned cls)
 {
@@ -236,6 +243,12 @@ bool tl_page_collect_head(tl_page *page);
 void tl_page_purge_free(tl_page *page);
 /* Recount avail from the free list (a head page leaving the fast path). */
 void tl_page_count_avail(tl_page *page);
+/* Whether page holds no live block: its avail (types.h) after a collect
+ * (tl_page_collect), and not a queue head, whose avail is stale. */
+static inline bool tl_page_is_empty(const tl_page *page)
+{
+	return page->avail == page->capacity;
+}
 
 /* ---- segments (segment.c) ----
  * A segment made, cut, moved or freed here is on no books but the
@@ -284,6 +297,15 @@ static inline tl_page *tl_segment_page(const tl_segment *seg, uint32_t i)
 
 /* A segment of kind's pages, every page free; NULL if the OS refuses. */
 tl_segment *tl_segment_create(enum tl_page_kind kind);
+/* The usable bytes of the one block of a huge segment (page: its leader):
+ * from the block to the mapping's end, less the guard page. */
+static inline size_t tl_huge_usable(const tl_segment *seg,
+				    const tl_page *page)
+{
+	return seg->map_size - TL_HUGE_GUARD -
+	       (size_t)(page->start - (const uint8_t *)seg);
+}
+
 /* Bytes to map for a huge block of size bytes at offset in its segment:
  * whole OS pages, and the guard page of the secure build. */
 size_t tl_segment_huge_map_size(size_t offset, size_t size);
