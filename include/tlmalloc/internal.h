@@ -254,13 +254,10 @@ static inline bool tl_page_is_empty(const tl_page *page)
  * A segment made, cut, moved or freed here is on no books but the
  * ownership bitmap: the caller (the pool, large.c) registers it with the
  * pool, updates its size there, and unregisters it before it is unmapped. */
-/* Bytes at the end of a huge segment's mapping kept as a guard page. */
-#if TL_SECURE
+/* Bytes at the end of a huge segment's mapping kept as a guard page: an
+ * OS page in the secure build, none in the others. */
 size_t tl_os_page_size(void);
-#define TL_HUGE_GUARD tl_os_page_size()
-#else
-#define TL_HUGE_GUARD ((size_t)0)
-#endif
+#define TL_HUGE_GUARD (TL_SECURE ? tl_os_page_size() : (size_t)0)
 
 static inline tl_segment *tl_segment_of(const void *p)
 {
@@ -606,7 +603,7 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * of the same page's carved area.  A free block there also carries a mark
  * in its second word (tl_free_mark), checked and cleared by malloc.
  */
-#if TL_SECURE
+/* The secure build's (the others call them in dead branches alone). */
 /* Blocks up to this size are filled with TL_SECURE_FILL when freed. */
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
@@ -618,7 +615,17 @@ __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
 	TL_NOINLINE;
 
+/* The page's secret: the secure build's tl_page.key; 0 in the others,
+ * whose pages have no such field (the one #if of the links below). */
+static inline uintptr_t tl_page_key(const tl_page *page)
+{
+#if TL_SECURE
+	return page->key;
+#else
+	(void)page;
+	return 0;
 #endif
+}
 
 /*
  * The mark of a free block (tl_block.mark): the secure build's is keyed by
@@ -629,41 +636,31 @@ __attribute__((noreturn)) void tl_secure_modified(const void *block)
  */
 static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 {
-#if TL_SECURE
-	return page->key ^ ~(uintptr_t)block;
-#else
-	(void)page;
+	if (TL_SECURE)
+		return tl_page_key(page) ^ ~(uintptr_t)block;
 	return (uintptr_t)tl_segment_of(block);
-#endif
 }
 
 static inline tl_block *tl_link_encode(const tl_page *page, const void *at,
 				       const tl_block *next)
 {
-#if TL_SECURE
-	return (tl_block *)((uintptr_t)next ^ page->key ^ (uintptr_t)at);
-#else
-	(void)page;
-	(void)at;
+	if (TL_SECURE)
+		return (tl_block *)((uintptr_t)next ^ tl_page_key(page) ^
+				    (uintptr_t)at);
 	return (tl_block *)next;
-#endif
 }
 
 /* The link stored at block `at`; the secure build aborts if it is bad. */
 static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 				       const tl_block *stored)
 {
-#if TL_SECURE
-	tl_block *next = (tl_block *)((uintptr_t)stored ^ page->key ^
+	if (!TL_SECURE)
+		return (tl_block *)stored;
+	tl_block *next = (tl_block *)((uintptr_t)stored ^ tl_page_key(page) ^
 				      (uintptr_t)at);
 	if (tl_unlikely(next != NULL && !tl_block_in_page(page, next)))
 		tl_secure_corrupt(at);
 	return next;
-#else
-	(void)page;
-	(void)at;
-	return (tl_block *)stored;
-#endif
 }
 
 /* A block leaves the free lists for malloc: counted, and its mark is
@@ -677,17 +674,10 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #elif TL_COUNTS
 	page->allocs++;	/* the owner's; read relaxed by the statistics */
 #endif
-#if TL_SECURE
-	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
+	if (TL_SECURE && tl_unlikely(block->mark != tl_free_mark(page, block)))
 		tl_secure_modified(block);
-#else
-	(void)page;
-#endif
-#if TL_CHECKS
-	block->mark = 0;
-#else
-	(void)block;
-#endif
+	if (TL_CHECKS)
+		block->mark = 0;
 }
 
 /* ---- ordering and the thread pointer ---- */

@@ -39,7 +39,11 @@
  * The secure variant (libtlmalloc-secure, docs/secure.md) is the same
  * sources compiled with TL_SECURE=1: encoded and checked free-list links,
  * double-free marks, filled free blocks, shuffled carving, guard pages.
- * Every line of it sits behind #if TL_SECURE; the default build is 0.
+ * Every line of it sits behind TL_SECURE (default 0): a plain
+ * if (TL_SECURE) on the constant where the code compiles in every build
+ * (internal.h's links and marks: the compiler drops the dead branch, and
+ * every build type-checks it), #if where it needs what only the secure
+ * build has (tl_page.key).
  */
 #ifndef TL_SECURE
 #define TL_SECURE 0
