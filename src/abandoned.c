@@ -142,7 +142,7 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now)
 			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
 				continue;
 			tl_page_collect(page);
-			if (page->avail != page->capacity)
+			if (!tl_page_is_empty(page))
 				continue;
 			tl_list_remove(&tl_pool.abandoned[cls], page);
 			tl_pool.abandoned_dirty -= page->dirty;
@@ -229,21 +229,23 @@ static void for_each_page_locked(void (*fn)(tl_page *, uint64_t), uint64_t arg)
 	}
 }
 
-/* arg: the forking thread's id. */
+/* arg: the address of the two ids whose pages stay, the forking
+ * thread's and the shared heap's (tl_pool_orphan_pages). */
 static void orphan_page(tl_page *page, uint64_t arg)
 {
+	const uintptr_t *keep = (const uintptr_t *)(uintptr_t)arg;
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
-	if (owner < TL_OWNER_MARKERS || id == (uintptr_t)arg ||
-	    id == tl_shared_heap_id())
+	if (owner < TL_OWNER_MARKERS || id == keep[0] || id == keep[1])
 		return;
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ORPHAN);
 	tl_pool.orphans = true;
 }
 
-void tl_pool_orphan_pages(uint64_t self)
+void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared)
 {
-	for_each_page_locked(orphan_page, self);
+	const uintptr_t keep[2] = { self, shared };
+	for_each_page_locked(orphan_page, (uint64_t)(uintptr_t)keep);
 }
 
 /* arg: now, in ms. */
@@ -253,7 +255,7 @@ static void adopt_orphan_locked(tl_page *page, uint64_t arg)
 		return;
 	tl_page_count_avail(page);	/* a queue head's avail meant nothing */
 	tl_page_collect(page);
-	if (page->avail == page->capacity) {
+	if (tl_page_is_empty(page)) {
 		give_unowned_locked(page, arg);
 		return;
 	}

@@ -119,9 +119,7 @@ static tl_page *live_block_page(const char *call, const void *p)
 static size_t page_usable(const tl_page *page, const void *p)
 {
 	if (page->kind == TL_PAGE_HUGE) {
-		tl_segment *seg = tl_segment_of(p);
-		return seg->map_size - TL_HUGE_GUARD -
-		       (size_t)(page->start - (uint8_t *)seg);
+		return tl_huge_usable(tl_segment_of(p), page);
 	}
 	return page->block_size;
 }

@@ -173,8 +173,7 @@ static void sized_check(const char *call, const void *p, size_t size,
 	/* the size a block of the page was asked for, as malloc counts it */
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (page->kind == TL_PAGE_HUGE) {
-		size_t usable = seg->map_size - TL_HUGE_GUARD -
-				(size_t)(page->start - (uint8_t *)seg);
+		size_t usable = tl_huge_usable(seg, page);
 		if (p == page->start && (cls != 0 || size > usable))
 			size_mismatch(call, p, size, usable);
 		return;

@@ -327,7 +327,7 @@ void tl_guarded_fault(const void *addr)
 		}
 	}
 	buf[n++] = '\n';
-	tl_os_write_stderr(buf, n);
+	tl_write_stderr(buf, n);
 	abort();
 }
 

@@ -43,12 +43,18 @@ static void heap_release_cached(tl_heap *heap);
 /* The static empty page and heap seen by threads that never allocated. */
 tl_page tl_page_empty;
 
-#define E1 &tl_page_empty
-#define E5 E1, E1, E1, E1, E1
-#define E65 E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5, E5
+/* Every direct slot of a new thread points at the empty page (ISO C has no
+ * "repeat" in an initialiser: 65 written out as 13 times 5). */
+#define EMPTY_PAGE_X1 &tl_page_empty
+#define EMPTY_PAGE_X5 EMPTY_PAGE_X1, EMPTY_PAGE_X1, EMPTY_PAGE_X1, \
+	EMPTY_PAGE_X1, EMPTY_PAGE_X1
+#define EMPTY_PAGE_X65 EMPTY_PAGE_X5, EMPTY_PAGE_X5, EMPTY_PAGE_X5, \
+	EMPTY_PAGE_X5, EMPTY_PAGE_X5, EMPTY_PAGE_X5, EMPTY_PAGE_X5, \
+	EMPTY_PAGE_X5, EMPTY_PAGE_X5, EMPTY_PAGE_X5, EMPTY_PAGE_X5, \
+	EMPTY_PAGE_X5, EMPTY_PAGE_X5
 _Static_assert(TL_DIRECT_SLOTS == 65, "initialiser below has 65 slots");
 __thread tl_page *tl_direct_local[TL_DIRECT_SLOTS]
-	TL_TLS = { E65 };
+	TL_TLS = { EMPTY_PAGE_X65 };
 
 /*
  * id 0: no page is ever owned by these.  tl_heap_empty: a thread that has
@@ -142,8 +148,7 @@ static void page_set_owner(tl_page *page, tl_heap *heap, uintptr_t flags)
 
 static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
 {
-	uint8_t kind = tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
-							  : TL_PAGE_MEDIUM;
+	uint8_t kind = (uint8_t)tl_class_kind(cls);
 	for (tl_page *page = heap->empty.first; page != NULL; page = page->next) {
 		if (page->kind != kind)
 			continue;
@@ -159,7 +164,7 @@ static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
 /* An empty page leaves its heap: into the cache, or back to the pool. */
 static void heap_retire(tl_heap *heap, tl_page *page)
 {
-	tl_assert(page->avail == page->capacity && page->local_free == NULL);
+	tl_assert(tl_page_is_empty(page) && page->local_free == NULL);
 	heap->pages_owned--;
 	tl_page_retire_counts(page);	/* the statistics skip unowned pages */
 	if (heap->empty_count < TL_HEAP_EMPTY_CACHE) {
@@ -196,16 +201,18 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 	return page;
 }
 
-/* A full page other threads freed into: back to its queue, or retired if
- * it is empty and its queue has a head already. */
-static void heap_unfull_freed(tl_heap *heap, tl_page *page)
+/* A full page other threads freed into, found by the sweep: its frees
+ * collected, back to its queue, or retired if it is empty and its queue
+ * has a head already.  (The owner's own free into a full page is
+ * tl_heap_page_unfull, below.) */
+static void heap_unfull_remote(tl_heap *heap, tl_page *page)
 {
 	tl_page_collect(page);
 	tl_list_remove(&heap->full, page);
 	page_set_owner(page, heap, 0);
 	tl_assert_internal(tl_page_check(page, heap->id, true));
 	tl_page_list *q = &heap->queue[page->size_class];
-	if (page->avail == page->capacity && q->first != NULL) {
+	if (tl_page_is_empty(page) && q->first != NULL) {
 		heap_retire(heap, page);
 		return;
 	}
@@ -230,7 +237,7 @@ static void heap_sweep(tl_heap *heap)
 		for (page = q->first->next; page != NULL; page = next) {
 			next = page->next;
 			tl_page_collect(page);
-			if (page->avail == page->capacity) {
+			if (tl_page_is_empty(page)) {
 				tl_list_remove(q, page);
 				heap_retire(heap, page);
 			}
@@ -239,7 +246,7 @@ static void heap_sweep(tl_heap *heap)
 	for (page = heap->full.first; page != NULL; page = next) {
 		next = page->next;
 		if (tl_uptr_load_relaxed(&page->thread_free) != 0)
-			heap_unfull_freed(heap, page);
+			heap_unfull_remote(heap, page);
 	}
 }
 
@@ -259,7 +266,7 @@ static void heap_check_full(tl_heap *heap)
 			return;
 		uintptr_t w = tl_uptr_load_relaxed(&page->thread_free);
 		if (w != 0 && tl_remote_count(w) >= page->capacity / 4) {
-			heap_unfull_freed(heap, page);
+			heap_unfull_remote(heap, page);
 			continue;
 		}
 		tl_list_remove(&heap->full, page);
@@ -433,6 +440,8 @@ tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
 	return page;
 }
 
+/* The owner freed into its page flagged full (free.c): back to its queue.
+ * The sweep's case, frees from other threads, is heap_unfull_remote. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 {
 	tl_assert(tl_uptr_load_relaxed(&page->owner) ==
@@ -462,7 +471,7 @@ static void heap_release_list(tl_page_list *l, tl_page_list *live)
 	while ((page = l->first) != NULL) {
 		tl_list_remove(l, page);
 		tl_page_collect(page);
-		if (page->avail == page->capacity) {
+		if (tl_page_is_empty(page)) {
 			tl_pool_give_page(page);
 		} else {
 			tl_list_push_back(live, page);
@@ -488,7 +497,7 @@ void tl_heap_collect_all(tl_heap *heap, bool release)
 		for (page = q->first; page != NULL; page = next) {
 			next = page->next;
 			tl_page_collect(page);
-			if (release && page->avail == page->capacity) {
+			if (release && tl_page_is_empty(page)) {
 				tl_list_remove(q, page);
 				heap->pages_owned--;
 				tl_pool_give_page(page);
@@ -579,7 +588,7 @@ static const char *heap_broken(const tl_heap *heap)
 		return "the empty cache's links are broken";
 	for (const tl_page *p = heap->empty.first; p != NULL; p = p->next) {
 		tl_page_check(p, TL_OWNER_FREE, true);
-		if (p->avail != p->capacity)
+		if (!tl_page_is_empty(p))
 			return "a cached empty page has live blocks";
 		cached++;
 	}

@@ -103,7 +103,8 @@ bool tl_pool_cache_huge(tl_segment *seg)
  * or grows it, large.c). */
 tl_segment *tl_pool_take_huge(size_t size)
 {
-	size_t want = TL_SEGMENT_HEADER + size + TL_HUGE_GUARD;
+	/* map_size is whole OS pages: >= want as for the unrounded size */
+	size_t want = tl_segment_huge_map_size(TL_SEGMENT_HEADER, size);
 	if (size > TL_HUGE_CACHE_SEGMENT)
 		return NULL;
 	tl_lock_acquire(&tl_pool.lock);

@@ -1,6 +1,6 @@
 /*
- * init.c - the process around the heaps: initialisation, thread exit, fork,
- * the purger thread, and fatal errors.
+ * init.c - the process around the heaps: initialisation, thread exit, fork
+ * and the purger thread.
  *
  * Initialisation allocates nothing, uses no stdio and no dlsym: it creates
  * the thread-exit key and registers the fork handlers, and may run from the
@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "tlmalloc.h"
 #include "tlmalloc/guarded.h"
@@ -55,21 +54,21 @@ static void thread_exit(void *arg)
 static void fork_prepare(void)
 {
 	tl_profile_fork_prepare();	/* taken before the pool lock */
-	tl_ts_fork_prepare();
+	tl_shared_fork_prepare();
 	tl_pool_fork_prepare();
 }
 
 static void fork_parent(void)
 {
 	tl_pool_fork_parent();
-	tl_ts_fork_parent();
+	tl_shared_fork_parent();
 	tl_profile_fork_parent();
 }
 
 static void fork_child(void)
 {
-	tl_pool_fork_child();
-	tl_ts_fork_child();
+	tl_pool_fork_child(tl_shared_heap_id());
+	tl_shared_fork_child();
 	tl_profile_fork_child();
 	tl_u32_store_relaxed(&purger_running, 0);
 	tl_u32_store_relaxed(&tl_purger_wanted, 0);
@@ -152,41 +151,4 @@ void tl_purger_start(void)
 		tl_u32_store_relaxed(&purger_running, 0);
 	pthread_attr_destroy(&attr);
 	errno = saved;
-}
-
-#if TL_DEBUG > 0
-void tl_assert_fail(const char *func, const char *what)
-{
-	tl_fatal(func, NULL, what);
-}
-#endif
-
-static size_t format_hex(char *out, uintptr_t v)
-{
-	out[0] = '0';
-	out[1] = 'x';
-	return 2 + tl_format_u64(out + 2, v, 16);
-}
-
-void tl_fatal(const char *call, const void *p, const char *what)
-{
-	char buf[256];
-	size_t n = 0;
-	const char *parts[] = { "tlmalloc: ", call, "(" };
-	for (size_t i = 0; i < 3; i++) {
-		size_t len = strlen(parts[i]);
-		memcpy(buf + n, parts[i], len);
-		n += len;
-	}
-	n += format_hex(buf + n, (uintptr_t)p);
-	size_t len = strlen(what);
-	if (len > sizeof(buf) - n - 5)
-		len = sizeof(buf) - n - 5;
-	memcpy(buf + n, "): ", 3);
-	n += 3;
-	memcpy(buf + n, what, len);
-	n += len;
-	buf[n++] = '\n';
-	tl_os_write_stderr(buf, n);
-	abort();
 }

@@ -17,6 +17,13 @@
  * usable >> keep_shift to spare. */
 static void *huge_resize(void *p, size_t size, unsigned keep_shift);
 
+/* Off the pool's books, then unmapped. */
+static void huge_destroy(tl_segment *seg)
+{
+	tl_pool_unregister_segment(seg);
+	tl_segment_unmap(seg);
+}
+
 /* A cut-off tail at least this long becomes a cached segment of its own,
  * and a piece at least this long is worth gathering (below). */
 #define TL_HUGE_PIECE_MIN ((size_t)1 << 20)
@@ -45,9 +52,10 @@ static void huge_gather(tl_segment *seg, size_t from)
 			tl_large_free(d);
 			return;
 		}
+		tl_pool_segment_resized(d, d->map_size - n);
 		end -= n;
 		if (n == have)
-			tl_segment_destroy(d);	/* its header is left */
+			huge_destroy(d);	/* its header is left */
 		else
 			tl_large_free(d);
 	}
@@ -77,8 +85,11 @@ static void *huge_fit(tl_segment *seg, size_t size)
 	size_t tail = seg->map_size - keep;
 	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_PIECE_MIN && tail >= keep) {
 		tl_segment *rest = tl_segment_split_huge(seg, keep);
-		if (rest != NULL)
+		if (rest != NULL) {
+			tl_pool_segment_resized(seg, keep);
+			tl_pool_register_segment(rest);
 			tl_large_free(rest);
+		}
 	}
 	return p;
 }
@@ -102,6 +113,7 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		errno = ENOMEM;
 		return NULL;
 	}
+	tl_pool_register_segment(seg);
 	seg->slices[0].dirty = 0;
 	return seg->slices[0].start;
 }
@@ -109,7 +121,7 @@ void *tl_large_alloc(size_t size, size_t alignment)
 void tl_large_free(tl_segment *seg)
 {
 	if (!tl_pool_cache_huge(seg))
-		tl_segment_destroy(seg);
+		huge_destroy(seg);
 }
 
 bool tl_large_is_fresh(const void *p)
@@ -156,7 +168,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	tl_segment *seg = tl_segment_of(p);
 	tl_page *page = tl_page_of(seg, p);
 	size_t offset = (size_t)(page->start - (uint8_t *)seg);
-	size_t usable = seg->map_size - TL_HUGE_GUARD - offset;
+	size_t usable = tl_huge_usable(seg, page);
 	if (size <= usable && usable - size <= usable >> keep_shift)
 		return p;
 	if (size > PTRDIFF_MAX - offset)
@@ -176,12 +188,15 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 		huge_guard(seg, seg->map_size);
 		return NULL;
 	}
+	tl_pool_unregister_segment(seg);
 	if (offset == TL_SEGMENT_HEADER) {
 		tl_segment *moved = tl_segment_move_huge(seg, map_size);
 		if (moved == NULL) {
+			tl_pool_register_segment(seg);
 			huge_guard(seg, seg->map_size);
 			return NULL;
 		}
+		tl_pool_register_segment(moved);
 		huge_guard(moved, map_size);
 		return moved->slices[0].start;
 	}
@@ -190,6 +205,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	tl_segment *moved = tl_os_remap_moved(seg, old_size, map_size);
 	if (moved == NULL) {
 		tl_segment_remember(seg);
+		tl_pool_register_segment(seg);
 		huge_guard(seg, old_size);
 		return NULL;
 	}
@@ -197,5 +213,6 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	moved->map_size = map_size;
 	moved->slices[0].start = (uint8_t *)moved + offset;
 	tl_segment_remember(moved);
+	tl_pool_register_segment(moved);
 	return moved->slices[0].start;
 }

@@ -102,18 +102,22 @@ static void warn_bad(const char *entry, bool profile)
 		memcpy(buf + n, parts[i], len);
 		n += len;
 	}
-	tl_os_write_stderr(buf, n);
+	tl_write_stderr(buf, n);
 }
 
 static void set_value(enum tl_option_id id, long v)
 {
 	atomic_store_explicit(&tl_option_values[id].v, (uint64_t)v,
 			      memory_order_relaxed);
+	if (id == TL_OPT_verbose)	/* the OS layer reads no option */
+		tl_os_set_reporting(v != 0, tl_option_fault_map_now);
 }
 
 void tl_options_init(void)
 {
 	bool profile_bad = false;
+	tl_os_set_reporting(tl_option(TL_OPT_verbose) != 0,
+			    tl_option_fault_map_now);
 	if (environ == NULL)
 		return;
 	for (char **e = environ; *e != NULL; e++) {

@@ -1,5 +1,6 @@
 /*
- * os.c - the OS layer: the only file that makes system calls.
+ * os.c - the OS layer: the only file that makes system calls (but diag.c's
+ * write of a report to stderr).
  *
  * Every function saves and restores errno, so an allocator call that
  * succeeds never changes errno, and free() never does.  Nothing here
@@ -17,7 +18,6 @@
 #include <unistd.h>
 
 #include "tlmalloc/internal.h"
-#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 /*
@@ -55,21 +55,38 @@ static void *map_raw(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Set from above (tl_os_set_reporting): this layer reads no option. */
+static tl_atomic_u32 report_refused;
+static bool (*map_fault)(void);
+
+void tl_os_set_reporting(bool verbose, bool (*fault)(void))
+{
+	tl_u32_store_relaxed(&report_refused, verbose);
+	__atomic_store_n(&map_fault, fault, __ATOMIC_RELAXED);
+}
+
+/* Fault injection: whether this mapping must fail as if refused. */
+static bool map_fails_now(void)
+{
+	bool (*fault)(void) = __atomic_load_n(&map_fault, __ATOMIC_RELAXED);
+	return fault != NULL && fault();
+}
+
 static void report_map_failure(size_t size)
 {
-	if (!tl_option(TL_OPT_verbose))
+	if (!tl_u32_load_relaxed(&report_refused))
 		return;
 	char buf[80] = "tlmalloc: the OS refused a mapping of ";
 	size_t n = strlen(buf);
 	n += tl_format_u64(buf + n, size, 10);
 	memcpy(buf + n, " bytes\n", 7);
-	tl_os_write_stderr(buf, n + 7);
+	tl_write_stderr(buf, n + 7);
 }
 
 void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset)
 {
 	int saved = errno;
-	if (tl_unlikely(tl_option_fault_map_now())) {
+	if (tl_unlikely(map_fails_now())) {
 		report_map_failure(size);
 		return NULL;
 	}
@@ -139,7 +156,7 @@ void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size)
 	void *result = NULL;
 	check_pages("mremap", addr, old_size);
 	check_pages("mremap", addr, new_size);
-	if (tl_unlikely(tl_option_fault_map_now())) {
+	if (tl_unlikely(map_fails_now())) {
 		report_map_failure(new_size);
 		goto out;
 	}
@@ -242,22 +259,6 @@ void tl_os_futex_wake_one(const uint32_t *word)
 {
 	int saved = errno;
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	errno = saved;
-}
-
-void tl_os_write_stderr(const char *msg, size_t len)
-{
-	int saved = errno;
-	while (len > 0) {
-		ssize_t n = write(2, msg, len);
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			break;
-		}
-		msg += n;
-		len -= (size_t)n;
-	}
 	errno = saved;
 }
 

@@ -316,8 +316,7 @@ static const char *page_broken(const tl_page *page, uintptr_t owner,
 	unsigned cls = page->size_class;
 	if (cls == 0 || cls >= TL_CLASSES)
 		return "a listed page without a size class";
-	uint8_t kind = tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
-							  : TL_PAGE_MEDIUM;
+	uint8_t kind = (uint8_t)tl_class_kind(cls);
 	size_t area;
 	tl_page_area(tl_segment_of(page->start), page, &area);
 	uint32_t bs = page->block_size;

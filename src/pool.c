@@ -105,15 +105,9 @@ static tl_page *own_free_page(tl_heap *heap, unsigned cls, tl_page *page)
 	return page;
 }
 
-static enum tl_page_kind class_kind(unsigned cls)
-{
-	return tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
-						  : TL_PAGE_MEDIUM;
-}
-
 tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 {
-	enum tl_page_kind kind = class_kind(cls);
+	enum tl_page_kind kind = tl_class_kind(cls);
 	tl_page *page;
 	for (;;) {
 		tl_lock_acquire(&tl_pool.lock);
@@ -130,8 +124,10 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		tl_lock_release(&tl_pool.lock);
 		if (page != NULL)
 			break;
-		if (tl_segment_create(kind) == NULL)
+		tl_segment *seg = tl_segment_create(kind);
+		if (seg == NULL)
 			return NULL;
+		tl_pool_register_segment(seg);
 	}
 	return own_free_page(heap, cls, page);
 }
@@ -143,7 +139,7 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
  */
 tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls)
 {
-	enum tl_page_kind kind = class_kind(cls) == TL_PAGE_SMALL
+	enum tl_page_kind kind = tl_class_kind(cls) == TL_PAGE_SMALL
 					 ? TL_PAGE_MEDIUM : TL_PAGE_SMALL;
 	if (kind == TL_PAGE_SMALL && tl_class_size[cls] > TL_SLICE_SIZE)
 		return NULL;
@@ -231,10 +227,10 @@ void tl_pool_fork_parent(void)
 	tl_lock_release(&tl_pool.lock);
 }
 
-void tl_pool_fork_child(void)
+void tl_pool_fork_child(uintptr_t shared)
 {
 	tl_lock_reset(&tl_pool.lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
-	tl_pool_orphan_pages(tl_thread_id());
+	tl_pool_orphan_pages(tl_thread_id(), shared);
 }

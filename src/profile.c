@@ -328,7 +328,7 @@ static void warn(const char *a, const char *b, const char *c, const char *d)
 		memcpy(buf + n, parts[i], len);
 		n += len;
 	}
-	tl_os_write_stderr(buf, n);
+	tl_write_stderr(buf, n);
 }
 
 /* Why a profile's file cannot be written, for the warning at set-up. */
@@ -1076,7 +1076,7 @@ static void leak_report_locked(const char *path)
 		n = tl_append(buf, n, cap, " bytes on average); probably leaked:");
 	}
 	buf[n++] = '\n';
-	tl_os_write_stderr(buf, n);
+	tl_write_stderr(buf, n);
 	for (unsigned k = 0; k < shown; k++) {
 		const struct prof_stack *st = &prof.stacks[top[k]];
 		n = tl_append(buf, 0, cap, "tlmalloc:   about ");
@@ -1090,7 +1090,7 @@ static void leak_report_locked(const char *path)
 			n = tl_profile_append_frame(buf, n, cap, st->pc[f]);
 		}
 		buf[n++] = '\n';
-		tl_os_write_stderr(buf, n);
+		tl_write_stderr(buf, n);
 	}
 	if (path != NULL) {
 		n = tl_append(buf, 0, cap, "tlmalloc: heap profile written to ");
@@ -1098,7 +1098,7 @@ static void leak_report_locked(const char *path)
 		n = tl_append(buf, n, cap, " (pprof -inuse_space shows the live "
 					"blocks by stack)");
 		buf[n++] = '\n';
-		tl_os_write_stderr(buf, n);
+		tl_write_stderr(buf, n);
 	}
 }
 

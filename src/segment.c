@@ -126,7 +126,6 @@ tl_segment *tl_segment_create(enum tl_page_kind kind)
 	}
 	set_followers(seg);
 	map_set(seg, true);
-	tl_pool_register_segment(seg);
 	return seg;
 }
 
@@ -204,7 +203,7 @@ static size_t huge_offset(size_t alignment)
 }
 
 /* Lay a huge segment over a mapping of map_size bytes, its one block at
- * offset, and put it on the books. */
+ * offset, and mark it live in the bitmap. */
 static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
 {
 	seg->map_size = map_size;
@@ -220,7 +219,6 @@ static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
 	seg->cut_count = 0;
 	set_followers(seg);
 	map_set(seg, true);
-	tl_pool_register_segment(seg);
 }
 
 size_t tl_segment_huge_map_size(size_t offset, size_t size)
@@ -272,11 +270,9 @@ tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep)
 		tl_os_unmap(rest, TL_SEGMENT_HEADER + tail);
 		return NULL;
 	}
-	size_t old_size = seg->map_size;
-	tl_pool_segment_resized(seg, keep);
 	huge_init(rest, TL_SEGMENT_HEADER + tail, TL_SEGMENT_HEADER);
 	cut_add(rest, TL_SEGMENT_HEADER);
-	cuts_copy(rest, seg, keep, old_size, TL_SEGMENT_HEADER);
+	cuts_copy(rest, seg, keep, seg->map_size, TL_SEGMENT_HEADER);
 	cuts_drop_from(seg, keep);
 	return rest;
 }
@@ -301,7 +297,7 @@ tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size)
 	size_t old_size = seg->map_size, cuts[TL_HUGE_CUTS];
 	uint32_t cut_count = seg->cut_count;
 	memcpy(cuts, seg->cuts, sizeof(cuts));
-	tl_segment_forget(seg);
+	map_set(seg, false);
 	cuts_drop_from(seg, 0);
 	tl_os_unmap(seg, TL_SEGMENT_HEADER);
 	huge_init(to, map_size, TL_SEGMENT_HEADER);
@@ -327,20 +323,17 @@ bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 	cut_add(seg, end);
 	cuts_copy(seg, from, at, from->map_size, end - n);
 	cuts_drop_from(from, at);
-	tl_pool_segment_resized(from, at);
 	return true;
 }
 
 void tl_segment_forget(tl_segment *seg)
 {
-	tl_pool_unregister_segment(seg);
 	map_set(seg, false);
 }
 
 void tl_segment_remember(tl_segment *seg)
 {
 	map_set(seg, true);
-	tl_pool_register_segment(seg);
 }
 
 void tl_segment_unmap(tl_segment *seg)
@@ -348,12 +341,6 @@ void tl_segment_unmap(tl_segment *seg)
 	cuts_drop_from(seg, 0);
 	map_set(seg, false);
 	tl_os_unmap(seg, seg->map_size);
-}
-
-void tl_segment_destroy(tl_segment *seg)
-{
-	tl_pool_unregister_segment(seg);
-	tl_segment_unmap(seg);
 }
 
 /*

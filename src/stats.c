@@ -230,7 +230,7 @@ static void put_mem(struct out *o, const char *s, size_t len)
 		if (o->n == o->cap) {
 			if (!o->flush)
 				return;
-			tl_os_write_stderr(o->buf, o->n);
+			tl_write_stderr(o->buf, o->n);
 			o->n = 0;
 		}
 		size_t k = o->cap - o->n < len ? o->cap - o->n : len;
@@ -459,5 +459,5 @@ void tl_stats_print(void)
 	line_kib(&o, "  purged:  ", st.purged, " given back with madvise, in all\n");
 	print_counts(&o, &st);
 	print_classes(&o, &st);
-	tl_os_write_stderr(o.buf, o.n);
+	tl_write_stderr(o.buf, o.n);
 }

@@ -94,12 +94,19 @@ static inline uintptr_t tl_page_owner_probe(const tl_page *page, const void *p)
 #endif
 }
 
+/* block, the head of page->free, leaves it for malloc: the one pop of
+ * every malloc path. */
+static inline void tl_page_take_head(tl_page *page, tl_block *block)
+{
+	page->free = tl_link_decode(page, block, block->next);
+	tl_block_taken(page, block);
+}
+
 static inline tl_block *tl_page_pop(tl_page *page)
 {
 	tl_block *block = page->free;
 	if (tl_likely(block != NULL)) {
-		page->free = tl_link_decode(page, block, block->next);
-		tl_block_taken(page, block);
+		tl_page_take_head(page, block);
 	}
 	return block;
 }
@@ -129,8 +136,7 @@ static inline tl_block *tl_page_pop_or_swap(tl_page *page)
 		page->local_free = NULL;
 		tl_fork_order();
 	}
-	page->free = tl_link_decode(page, block, block->next);
-	tl_block_taken(page, block);
+	tl_page_take_head(page, block);
 	return block;
 }
 
@@ -147,16 +153,14 @@ static inline void *tl_malloc_local(size_t size)
 		tl_page *page = tl_direct_local[(size + 15) >> 4];
 		tl_block *block = page->free;
 		if (tl_likely(block != NULL)) {
-			page->free = tl_link_decode(page, block, block->next);
-			tl_block_taken(page, block);
+			tl_page_take_head(page, block);
 			return block;
 		}
 		block = page->local_free;
 		if (tl_likely(block != NULL)) {
 			page->local_free = NULL;
 			tl_fork_order();
-			page->free = tl_link_decode(page, block, block->next);
-			tl_block_taken(page, block);
+			tl_page_take_head(page, block);
 			return block;
 		}
 	}

@@ -2,7 +2,8 @@
  * internal.h - what the modules of src/ call of each other: the page
  * lists, the blocks and their links, and each module's functions.  The
  * inline fast paths of malloc and free, built on these, are in fastpath.h;
- * the debug build's assertions and invariant checkers are here too.
+ * the debug build's invariant checkers are here too (its assertions, fatal
+ * errors and the report formatter: diag.h, included).
  */
 #ifndef TLMALLOC_INTERNAL_H
 #define TLMALLOC_INTERNAL_H
@@ -11,49 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tlmalloc/diag.h"
 #include "tlmalloc/types.h"
 
 #define TL_NOINLINE __attribute__((noinline))
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
-
-/*
- * Assertions, tiered by the debug level TL_DEBUG (0, the default and every
- * installed library: none of them; libtlmalloc-debug: 3):
- *   tl_assert(x)            1  cheap: O(1) preconditions, in a function's
- *                              first lines (a list entry is in its list,
- *                              a page given back is owned, ...)
- *   tl_assert_internal(x)   2  one object's invariants where it changes:
- *                              tl_page_check of a page after a collect,
- *                              O(its blocks)
- *   tl_assert_expensive(x)  3  whole structures on the slow paths:
- *                              tl_heap_check, tl_pool_check_locked
- * A failed assertion aborts with one line, "tlmalloc: FUNCTION(0x0):
- * assertion failed: x"; the checkers abort with their own line naming the
- * invariant and the page, heap or pool broken, and return true otherwise,
- * so they sit inside the assertions.
- */
-#ifndef TL_DEBUG
-#define TL_DEBUG 0
-#endif
-#if TL_DEBUG > 0
-__attribute__((noreturn)) void tl_assert_fail(const char *func,
-					      const char *what) TL_NOINLINE;
-#define tl_assert(x) \
-	((x) ? (void)0 : tl_assert_fail(__func__, "assertion failed: " #x))
-#else
-#define tl_assert(x) ((void)0)
-#endif
-#if TL_DEBUG > 1
-#define tl_assert_internal(x) tl_assert(x)
-#else
-#define tl_assert_internal(x) ((void)0)
-#endif
-#if TL_DEBUG > 2
-#define tl_assert_expensive(x) tl_assert(x)
-#else
-#define tl_assert_expensive(x) ((void)0)
-#endif
 
 /*
  * The TLS model of the heap pointer and the direct table: initial-exec (one
@@ -169,6 +133,13 @@ static inline unsigned tl_size_to_class(size_t size)
 	return 8 + (b - 7) * 4 + k;
 }
 
+/* The kind of page that holds blocks of class cls (sizeclass.c). */
+static inline enum tl_page_kind tl_class_kind(unsigned cls)
+{
+	return tl_class_size[cls] <= TL_SMALL_MAX ? TL_PAGE_SMALL
+						  : TL_PAGE_MEDIUM;
+}
+
 /* The least size of class cls: one more than the class below. */
 static inline uint32_t tl_class_min(unsigned cls)
 {
@@ -272,15 +243,21 @@ bool tl_page_collect_head(tl_page *page);
 void tl_page_purge_free(tl_page *page);
 /* Recount avail from the free list (a head page leaving the fast path). */
 void tl_page_count_avail(tl_page *page);
+/* Whether page holds no live block: its avail (types.h) after a collect
+ * (tl_page_collect), and not a queue head, whose avail is stale. */
+static inline bool tl_page_is_empty(const tl_page *page)
+{
+	return page->avail == page->capacity;
+}
 
-/* ---- segments (segment.c) ---- */
-/* Bytes at the end of a huge segment's mapping kept as a guard page. */
-#if TL_SECURE
+/* ---- segments (segment.c) ----
+ * A segment made, cut, moved or freed here is on no books but the
+ * ownership bitmap: the caller (the pool, large.c) registers it with the
+ * pool, updates its size there, and unregisters it before it is unmapped. */
+/* Bytes at the end of a huge segment's mapping kept as a guard page: an
+ * OS page in the secure build, none in the others. */
 size_t tl_os_page_size(void);
-#define TL_HUGE_GUARD tl_os_page_size()
-#else
-#define TL_HUGE_GUARD ((size_t)0)
-#endif
+#define TL_HUGE_GUARD (TL_SECURE ? tl_os_page_size() : (size_t)0)
 
 static inline tl_segment *tl_segment_of(const void *p)
 {
@@ -315,7 +292,17 @@ static inline tl_page *tl_segment_page(const tl_segment *seg, uint32_t i)
 	return (tl_page *)&seg->slices[i << (seg->page_shift - TL_SLICE_SHIFT)];
 }
 
+/* A segment of kind's pages, every page free; NULL if the OS refuses. */
 tl_segment *tl_segment_create(enum tl_page_kind kind);
+/* The usable bytes of the one block of a huge segment (page: its leader):
+ * from the block to the mapping's end, less the guard page. */
+static inline size_t tl_huge_usable(const tl_segment *seg,
+				    const tl_page *page)
+{
+	return seg->map_size - TL_HUGE_GUARD -
+	       (size_t)(page->start - (const uint8_t *)seg);
+}
+
 /* Bytes to map for a huge block of size bytes at offset in its segment:
  * whole OS pages, and the guard page of the secure build. */
 size_t tl_segment_huge_map_size(size_t offset, size_t size);
@@ -324,15 +311,17 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment);
 /*
  * Cut a huge segment (its block at TL_SEGMENT_HEADER, no guard page) to
  * its first keep bytes (a multiple of the OS page): the pages after them
- * move, resident, to a new huge segment, returned on the books as a live
- * block; NULL if the OS refuses, or the tail spans too many mappings (seg
- * is then unchanged).
+ * move, resident, to a new huge segment, returned as a live block; NULL
+ * if the OS refuses, or the tail spans too many mappings (seg is then
+ * unchanged).  seg->map_size is left to the caller's
+ * tl_pool_segment_resized(seg, keep).
  */
 tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep);
 /*
  * Grow a huge segment whose block is at TL_SEGMENT_HEADER (and whose guard
- * page, if any, is open) to map_size bytes at a new place: the block's
- * pages move, resident, and the growth is fresh; seg is unmapped.  The new
+ * page, if any, is open, and which the caller took off the pool's books)
+ * to map_size bytes at a new place: the block's pages move, resident, and
+ * the growth is fresh; seg is unmapped.  The new
  * segment, or NULL if the OS refuses or seg spans too many mappings (seg
  * is then unchanged).  Unlike tl_os_remap_moved, it works for a segment
  * of several mappings, as those cut or gathered from pieces are.
@@ -341,16 +330,16 @@ tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size);
 /*
  * Move the last n bytes of pages (a multiple of the OS page) of the huge
  * segment from, which nobody else touches, over the pages of seg that end
- * at offset end; from's mapping ends n bytes sooner.  false if refused
- * (too many mappings, or the OS): then nothing moved.
+ * at offset end; from's mapping ends n bytes sooner (the caller's
+ * tl_pool_segment_resized says so).  false if refused (too many mappings,
+ * or the OS): then nothing moved.
  */
 bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 			  size_t n);
-/* Unregister from the pool, then unmap. */
-void tl_segment_destroy(tl_segment *seg);
 /* Unmap a segment the pool already dropped. */
 void tl_segment_unmap(tl_segment *seg);
-/* Take a huge segment off the books while it moves, and back after. */
+/* Clear a huge segment's bit in the ownership bitmap while it moves
+ * (tl_os_remap_moved), and set it at its new place after. */
 void tl_segment_forget(tl_segment *seg);
 void tl_segment_remember(tl_segment *seg);
 /* Make free() of a static or a string literal report instead of fault. */
@@ -418,8 +407,12 @@ tl_segment *tl_pool_take_huge(size_t size);
 void tl_pool_abandon_pages(tl_page_list *pages);
 tl_heap *tl_pool_heap_alloc(void);
 void tl_pool_heap_free(tl_heap *heap);
+/* The pool's books of every live segment (its list, the bytes mapped; a
+ * small or medium segment's pages become free pages): a segment made or
+ * moved by segment.c enters them, one to be unmapped or moved leaves. */
 void tl_pool_register_segment(tl_segment *seg);
 void tl_pool_unregister_segment(tl_segment *seg);
+/* A huge segment's mapping is map_size bytes now (sets seg->map_size). */
 void tl_pool_segment_resized(tl_segment *seg, size_t map_size);
 /* Purge free pages whose delay ran out (all of them if force). */
 bool tl_pool_purge(bool force);
@@ -436,7 +429,9 @@ void tl_pool_stats_get(struct tl_pool_stats *out);
 void tl_stats_counted(struct tl_pool_stats *out);
 void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
-void tl_pool_fork_child(void);
+/* In the child: shared, the shared heap's id, keeps its pages as the
+ * forking thread's heap does; every other heap's are orphaned. */
+void tl_pool_fork_child(uintptr_t shared);
 
 #if TL_DEBUG > 0
 /*
@@ -476,16 +471,18 @@ bool tl_pool_check_locked(void);
 bool tl_pool_check(void);
 #endif
 
-/* ---- the shared heap behind one lock (ts.c) ---- */
+/* ---- the shared heap behind one lock (shared_heap.c) ---- */
 /* The owner id of the shared heap's pages. */
 uintptr_t tl_shared_heap_id(void);
 /* malloc from the shared heap: the lock baseline, and exiting threads. */
 void *tl_shared_malloc(size_t size);
+/* free into the shared heap, under its lock (the lock baseline). */
+void tl_shared_free(void *p);
 /* tl_heap_collect_all of the shared heap, under its lock. */
 void tl_shared_collect(bool release);
-void tl_ts_fork_prepare(void);
-void tl_ts_fork_parent(void);
-void tl_ts_fork_child(void);
+void tl_shared_fork_prepare(void);
+void tl_shared_fork_parent(void);
+void tl_shared_fork_child(void);
 
 /* ---- large blocks (large.c) ---- */
 void *tl_large_alloc(size_t size, size_t alignment);
@@ -551,52 +548,6 @@ static inline void tl_purger_poll(void)
 	if (tl_unlikely(tl_u32_load_relaxed(&tl_purger_wanted) != 0))
 		tl_purger_start();
 }
-/* Report a fatal misuse and abort. */
-__attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
-					const char *what);
-
-/* ---- numbers in reports (no stdio: they are written in signal handlers
- * and on allocation paths) ---- */
-/* Longest tl_format_u64 output: 2^64 - 1 in decimal. */
-#define TL_FORMAT_MAX 20
-
-/* v in base 10 or 16 (no prefix), most significant digit first, at out
- * (TL_FORMAT_MAX bytes); returns the digits written. */
-static inline size_t tl_format_u64(char *out, uint64_t v, unsigned base)
-{
-	char tmp[TL_FORMAT_MAX];
-	size_t n = 0;
-	do {
-		tmp[n++] = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v != 0);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
-}
-
-/* A report being built in buf[0..cap): s appended after its first n bytes,
- * cut at cap; returns the new length. */
-static inline size_t tl_append(char *buf, size_t n, size_t cap, const char *s)
-{
-	size_t len = __builtin_strlen(s);
-	if (len > cap - n)
-		len = cap - n;
-	__builtin_memcpy(buf + n, s, len);
-	return n + len;
-}
-
-/* The same for v in base 10, or 16 with its "0x". */
-static inline size_t tl_append_u64(char *buf, size_t n, size_t cap,
-				   uint64_t v, unsigned base)
-{
-	char tmp[TL_FORMAT_MAX + 1];
-	tmp[tl_format_u64(tmp, v, base)] = '\0';
-	if (base == 16)
-		n = tl_append(buf, n, cap, "0x");
-	return tl_append(buf, n, cap, tmp);
-}
-
 /* ---- blocks ---- */
 /* tl_page.slice_magic of blocks of bs bytes (16 <= bs <= TL_MEDIUM_MAX):
  * 2^32 / bs, plus one, so that magic * bs = 2^32 + e with 0 < e <= bs. */
@@ -652,7 +603,7 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * of the same page's carved area.  A free block there also carries a mark
  * in its second word (tl_free_mark), checked and cleared by malloc.
  */
-#if TL_SECURE
+/* The secure build's (the others call them in dead branches alone). */
 /* Blocks up to this size are filled with TL_SECURE_FILL when freed. */
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
@@ -664,7 +615,17 @@ __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
 	TL_NOINLINE;
 
+/* The page's secret: the secure build's tl_page.key; 0 in the others,
+ * whose pages have no such field (the one #if of the links below). */
+static inline uintptr_t tl_page_key(const tl_page *page)
+{
+#if TL_SECURE
+	return page->key;
+#else
+	(void)page;
+	return 0;
 #endif
+}
 
 /*
  * The mark of a free block (tl_block.mark): the secure build's is keyed by
@@ -675,41 +636,31 @@ __attribute__((noreturn)) void tl_secure_modified(const void *block)
  */
 static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 {
-#if TL_SECURE
-	return page->key ^ ~(uintptr_t)block;
-#else
-	(void)page;
+	if (TL_SECURE)
+		return tl_page_key(page) ^ ~(uintptr_t)block;
 	return (uintptr_t)tl_segment_of(block);
-#endif
 }
 
 static inline tl_block *tl_link_encode(const tl_page *page, const void *at,
 				       const tl_block *next)
 {
-#if TL_SECURE
-	return (tl_block *)((uintptr_t)next ^ page->key ^ (uintptr_t)at);
-#else
-	(void)page;
-	(void)at;
+	if (TL_SECURE)
+		return (tl_block *)((uintptr_t)next ^ tl_page_key(page) ^
+				    (uintptr_t)at);
 	return (tl_block *)next;
-#endif
 }
 
 /* The link stored at block `at`; the secure build aborts if it is bad. */
 static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 				       const tl_block *stored)
 {
-#if TL_SECURE
-	tl_block *next = (tl_block *)((uintptr_t)stored ^ page->key ^
+	if (!TL_SECURE)
+		return (tl_block *)stored;
+	tl_block *next = (tl_block *)((uintptr_t)stored ^ tl_page_key(page) ^
 				      (uintptr_t)at);
 	if (tl_unlikely(next != NULL && !tl_block_in_page(page, next)))
 		tl_secure_corrupt(at);
 	return next;
-#else
-	(void)page;
-	(void)at;
-	return (tl_block *)stored;
-#endif
 }
 
 /* A block leaves the free lists for malloc: counted, and its mark is
@@ -723,17 +674,10 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #elif TL_COUNTS
 	page->allocs++;	/* the owner's; read relaxed by the statistics */
 #endif
-#if TL_SECURE
-	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
+	if (TL_SECURE && tl_unlikely(block->mark != tl_free_mark(page, block)))
 		tl_secure_modified(block);
-#else
-	(void)page;
-#endif
-#if TL_CHECKS
-	block->mark = 0;
-#else
-	(void)block;
-#endif
+	if (TL_CHECKS)
+		block->mark = 0;
 }
 
 /* ---- ordering and the thread pointer ---- */

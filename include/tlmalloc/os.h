@@ -1,9 +1,11 @@
 /*
  * os.h - the OS contract.  src/os.c is the only file that makes system
- * calls (mmap, munmap, madvise, mremap, futex, clock, sigaction; getrandom
- * and mprotect in the secure build); everything above it
- * goes through these functions.  None of them allocates, and every one of
- * them leaves errno as it found it.
+ * calls (mmap, munmap, madvise, mremap, mprotect, futex, clock, sigaction,
+ * the profiler's files; getrandom in the secure build) but diag.c's write
+ * of a report; everything above it goes through these functions.  None
+ * of them allocates, and every one of them leaves errno as it found it.
+ * This layer reads no option: the values it needs are pushed down
+ * (tl_os_set_reporting).
  */
 #ifndef TLMALLOC_OS_H
 #define TLMALLOC_OS_H
@@ -51,6 +53,14 @@ void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size);
  */
 bool tl_os_move_pages(void *from, size_t size, void *to);
 
+/*
+ * Set from above (options.c, whenever an option changes), so that this
+ * layer reads no option: verbose, whether a refused mapping is reported on
+ * stderr; fault, asked before each mapping, true to make it fail as if the
+ * OS refused it (fault injection for tests; NULL: never).
+ */
+void tl_os_set_reporting(bool verbose, bool (*fault)(void));
+
 /* Monotonic clock in milliseconds. */
 uint64_t tl_os_now_ms(void);
 
@@ -61,18 +71,16 @@ void tl_os_futex_wait_ms(const uint32_t *word, uint32_t expected,
 			 uint64_t timeout_ms);
 void tl_os_futex_wake_one(const uint32_t *word);
 
-/* Write a message to stderr without allocating. */
-void tl_os_write_stderr(const char *msg, size_t len);
-
-/* The secure build only (TL_SECURE): */
-/* Fill buf with random bytes (getrandom; a weaker fallback if refused). */
+/* The secure build only (TL_SECURE): fill buf with random bytes
+ * (getrandom; a weaker fallback if refused). */
 void tl_os_random(void *buf, size_t len);
-/* Make whole pages inaccessible (a guard), or read-write again; false
- * when the OS refuses (the secure build, guarded sampling). */
+/* Guard pages (the secure build's, guarded sampling's): make whole pages
+ * inaccessible, or read-write again; false when the OS refuses. */
 bool tl_os_guard(void *addr, size_t size);
 bool tl_os_unguard(void *addr, size_t size);
-/* Map size bytes of zeros, read-only, at addr if nothing is mapped there
- * (not counted by the fault_map option); nothing otherwise. */
+/* Every build, at start-up (segment.c, tl_segment_shadow_objects): map
+ * size bytes of zeros, read-only, at addr if nothing is mapped there (not
+ * counted by the fault_map option); nothing otherwise. */
 void tl_os_map_shadow(uintptr_t addr, size_t size);
 
 /*

@@ -95,8 +95,8 @@ void tl_pool_purge_abandoned(tl_page *todo);
 void tl_pool_adopt_orphans_locked(void);
 /* abandoned.c, in the fork child before any other thread exists (no lock):
  * the pages of heaps other than the forking thread's (self) and the shared
- * heap's are marked orphaned. */
-void tl_pool_orphan_pages(uint64_t self);
+ * heap (shared) are marked orphaned. */
+void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared);
 
 /* huge_cache.c: cached huge segments that are due (all if force) leave the
  * cache and the segment list for the unmap list (linked by next), which is

@@ -39,7 +39,11 @@
  * The secure variant (libtlmalloc-secure, docs/secure.md) is the same
  * sources compiled with TL_SECURE=1: encoded and checked free-list links,
  * double-free marks, filled free blocks, shuffled carving, guard pages.
- * Every line of it sits behind #if TL_SECURE; the default build is 0.
+ * Every line of it sits behind TL_SECURE (default 0): a plain
+ * if (TL_SECURE) on the constant where the code compiles in every build
+ * (internal.h's links and marks: the compiler drops the dead branch, and
+ * every build type-checks it), #if where it needs what only the secure
+ * build has (tl_page.key).
  */
 #ifndef TL_SECURE
 #define TL_SECURE 0
@@ -155,7 +159,12 @@ typedef struct tl_page {
 	/* First cache line: the owner's. */
 	tl_block *free;		/* owner: blocks to allocate from */
 	tl_block *local_free;	/* owner: blocks the owner freed */
-	uint32_t avail;		/* owner: length of free when last counted */
+	/* owner: a stale count, the length of free when last counted (by
+	 * tl_page_collect, tl_page_count_avail): exact unless the page is its
+	 * class queue's head, whose pops since do not lower it; never counts
+	 * local_free or thread_free.  So "empty" is avail == capacity right
+	 * after a collect of a page that is no head (tl_page_is_empty). */
+	uint32_t avail;
 	uint32_t capacity;	/* owner: blocks carved so far */
 	uint32_t reserved;	/* blocks that fit in the page */
 	uint32_t block_size;	/* bytes per block; huge: 0 */
