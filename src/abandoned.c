@@ -76,18 +76,19 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	uint32_t defer = 0;
 	if (want != 0) {
 		tl_lock_acquire(&tl_pool.lock);
-		uint32_t room = TL_ABANDONED_DIRTY_MAX - tl_pool.abandoned_dirty;
+		uint32_t room = TL_ABANDONED_DIRTY_MAX -
+				(tl_pool.abandoned_dirty < TL_ABANDONED_DIRTY_MAX
+					 ? tl_pool.abandoned_dirty
+					 : TL_ABANDONED_DIRTY_MAX);
 		defer = want < room ? want : room;
-		tl_pool.abandoned_dirty += defer;
 		tl_lock_release(&tl_pool.lock);
 	}
-	uint32_t deferring = defer;
 	for (page = pages->first; page != NULL; page = page->next) {
 		page->dirty = 0;
 		if (!worth_purging(page))
 			continue;
-		if (deferring > 0) {
-			deferring--;
+		if (defer > 0) {
+			defer--;
 			page->dirty = 1;
 		} else {
 			tl_page_purge_free(page);
@@ -103,6 +104,7 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 		/* dirty: its free blocks are given back when due, unless a
 		 * heap adopts it first (tl_pool_pin_abandoned_locked) */
 		page->purge_at_ms = when;
+		tl_pool.abandoned_dirty += page->dirty;
 	}
 	/* Their blocks are often freed by other threads soon after: a purge
 	 * pass then finds the pages empty and takes them back.  Those still
