@@ -348,7 +348,7 @@ void tl_os_restore_segv(const struct sigaction *prev, bool again)
 	errno = saved;
 }
 
-/* ---- the heap profiler's (profile.c) ---- */
+/* ---- the heap profiler's (profile*.c) ---- */
 
 void *tl_os_map(size_t size)
 {

@@ -16,6 +16,7 @@
 #include "tlmalloc/types.h"
 
 #define TL_NOINLINE __attribute__((noinline))
+#define TL_ALWAYS_INLINE inline __attribute__((always_inline))
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
 

@@ -93,7 +93,7 @@ bool tl_os_catch_segv(void (*fn)(int, siginfo_t *, void *),
  * thread (delivered once the handler that calls this returns). */
 void tl_os_restore_segv(const struct sigaction *prev, bool again);
 
-/* The heap profiler's (profile.c): */
+/* The heap profiler's (profile*.c): */
 /* size bytes of fresh zeros (whole OS pages), or NULL. */
 void *tl_os_map(size_t size);
 /* Open path to write it anew (created 0644, truncated) or to read it: a

@@ -33,7 +33,7 @@ EXCEPTIONS: set[tuple[str, str]] = {
     "tl_pvalloc")}
 
 LEVEL = re.compile(r"^(\d+) ")
-FILES = slice(15, 31)    # the table's column of files
+FILES = 15    # where the table's column of files starts; two spaces end it
 DEFINED = re.compile(
     r"^(?!static|extern)[a-z_][\w *]*?\b(tl_\w+|ts_\w+)\s*"
     r"(\([^;{]*\)\s*\{|(\[[^\]]*\])?\s*[=;])", re.M)
@@ -50,7 +50,8 @@ def layers(design: Path) -> dict[str, int]:
     for line in table.splitlines():
         if m := LEVEL.match(line):
             level = int(m.group(1))
-        for name in re.findall(r"(\w+)\.[ch]\b", line[FILES]):
+        files = line[FILES:].split("  ", 1)[0]
+        for name in re.findall(r"(\w+)\.[ch]\b", files):
             out[name] = level
     return out
 
