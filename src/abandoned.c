@@ -117,6 +117,47 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 		tl_purger_wake();
 }
 
+/* Hand a list's pages back: empty ones to the pool, the others onto live
+ * (abandoned together, under one lock). */
+static void release_list(tl_page_list *l, tl_page_list *live)
+{
+	tl_page *page;
+	while ((page = l->first) != NULL) {
+		tl_list_remove(l, page);
+		tl_page_collect(page);
+		if (tl_page_is_empty(page))
+			tl_pool_give_page(page);
+		else
+			tl_list_push_back(live, page);
+	}
+}
+
+/*
+ * Every page of a heap that no thread will use again (tl_heap_destroy's,
+ * or a parked heap's whose time ran out, purge.c) is counted: empty ones
+ * go to the pool, the others are abandoned; its cached empty pages go to
+ * the pool.  The heap struct is left empty.
+ */
+void tl_pool_release_heap(tl_heap *heap)
+{
+	tl_page_list live = { NULL, NULL };
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page *head = heap->queue[cls].first;
+		if (head != NULL)
+			tl_page_count_avail(head);
+		release_list(&heap->queue[cls], &live);
+	}
+	release_list(&heap->full, &live);
+	tl_pool_abandon_pages(&live);
+	tl_page *page;
+	while ((page = heap->empty.first) != NULL) {
+		tl_list_remove(&heap->empty, page);
+		tl_pool_give_page(page);
+	}
+	heap->empty_count = 0;
+	heap->pages_owned = 0;
+}
+
 /* An empty page nobody owns goes back to the free list, due now. */
 static void give_unowned_locked(tl_page *page, uint64_t now)
 {

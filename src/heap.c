@@ -30,6 +30,7 @@
 #include <pthread.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/profile.h"
 
 #define TL_HEAP_EMPTY_CACHE 4
@@ -463,22 +464,6 @@ static void heap_release_cached(tl_heap *heap)
 	heap->empty_count = 0;
 }
 
-/* Hand a list's pages back at heap destruction: empty ones to the pool,
- * the others onto live (abandoned together, under one lock). */
-static void heap_release_list(tl_page_list *l, tl_page_list *live)
-{
-	tl_page *page;
-	while ((page = l->first) != NULL) {
-		tl_list_remove(l, page);
-		tl_page_collect(page);
-		if (tl_page_is_empty(page)) {
-			tl_pool_give_page(page);
-		} else {
-			tl_list_push_back(live, page);
-		}
-	}
-}
-
 bool tl_heap_is_thread_heap(const tl_heap *heap)
 {
 	return heap != &tl_heap_empty && heap != &tl_heap_exiting;
@@ -517,20 +502,57 @@ void tl_heap_destroy(tl_heap *heap)
 		tl_profile_heap_detach(heap);
 	tl_assert_expensive(tl_heap_check(heap));
 	/* First: a malloc from here on (the pool may start the purger) must
-	 * not pop from the pages being handed back. */
+	 * not pop from the pages being handed back (a parked heap has no
+	 * table any more). */
+	for (unsigned i = 0; heap->direct != NULL && i < TL_DIRECT_SLOTS; i++)
+		heap->direct[i] = &tl_page_empty;
+	tl_pool_release_heap(heap);
+}
+
+/* Every page of the heap's queues gets owner, of its full list full. */
+static void heap_set_owners(tl_heap *heap, uintptr_t owner, uintptr_t full)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
+		for (tl_page *p = heap->queue[cls].first; p != NULL; p = p->next)
+			tl_uptr_store_release(&p->owner, owner);
+	for (tl_page *p = heap->full.first; p != NULL; p = p->next)
+		tl_uptr_store_release(&p->owner, full);
+}
+
+/*
+ * Parked heaps (pool.c): a thread that exits leaves its heap whole for the
+ * next thread to start.  Parking and taking it back cost a store a page:
+ * no list is walked and no block counted, where destroying a heap counts
+ * every page's frees (a thread of a server that is replaced after a
+ * thousand requests spent more on that than on its requests).
+ */
+bool tl_heap_park(tl_heap *heap)
+{
+	if (heap->prof != NULL || heap->pages_owned == 0 ||
+	    !tl_option(TL_OPT_park_heaps))
+		return false;
+	/* First: a malloc from here on must not pop from its pages. */
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		heap->direct[i] = &tl_page_empty;
-	tl_page_list live = { NULL, NULL };
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
-		tl_page *head = heap->queue[cls].first;
-		if (head != NULL)
-			tl_page_count_avail(head);
-		heap_release_list(&heap->queue[cls], &live);
-	}
-	heap_release_list(&heap->full, &live);
-	tl_pool_abandon_pages(&live);
+	heap->direct = NULL;
+	/* A thread that gets the same thread pointer owns none of them. */
+	heap_set_owners(heap, TL_OWNER_PARKED, TL_OWNER_PARKED);
+	heap->id = 0;
 	heap_release_cached(heap);
-	heap->pages_owned = 0;
+	return true;
+}
+
+/* A parked heap becomes the calling thread's: the same as tl_heap_init,
+ * with the pages it holds. */
+static void heap_unpark(tl_heap *heap, tl_page **direct, uintptr_t id)
+{
+	heap->direct = direct;
+	heap->id = id;
+	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
+		direct[i] = &tl_page_empty;
+	heap_set_owners(heap, id, id | TL_OWNER_FULL);
+	tl_heap_set_direct_all(heap);
+	tl_assert_expensive(tl_heap_check(heap));
 }
 
 tl_heap *tl_heap_get_or_create(void)
@@ -539,10 +561,14 @@ tl_heap *tl_heap_get_or_create(void)
 	if (heap != &tl_heap_empty)
 		return heap;
 	tl_process_init();
-	heap = tl_pool_heap_alloc();
+	bool parked = false;
+	heap = tl_pool_heap_alloc(&parked);
 	if (heap == NULL)
 		return NULL;
-	tl_heap_init(heap, tl_direct_local, tl_thread_id());
+	if (parked)
+		heap_unpark(heap, tl_direct_local, tl_thread_id());
+	else
+		tl_heap_init(heap, tl_direct_local, tl_thread_id());
 	tl_heap_set_local(heap);
 	tl_thread_register(heap);
 	return heap;
@@ -567,6 +593,10 @@ static bool list_linked(const tl_page_list *l)
 static const char *heap_broken(const tl_heap *heap)
 {
 	uint32_t owned = 0, cached = 0;
+	/* a parked heap: no id, no table, its pages' owner PARKED */
+	bool parked = heap->direct == NULL;
+	uintptr_t owner = parked ? TL_OWNER_PARKED : heap->id;
+	uintptr_t full = parked ? TL_OWNER_PARKED : heap->id | TL_OWNER_FULL;
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
 		const tl_page_list *q = &heap->queue[cls];
 		if (!list_linked(q))
@@ -574,14 +604,14 @@ static const char *heap_broken(const tl_heap *heap)
 		for (const tl_page *p = q->first; p != NULL; p = p->next) {
 			if (p->size_class != cls)
 				return "a page in the queue of another class";
-			tl_page_check(p, heap->id, p != q->first);
+			tl_page_check(p, owner, p != q->first);
 			owned++;
 		}
 	}
 	if (!list_linked(&heap->full))
 		return "the full list's links are broken";
 	for (const tl_page *p = heap->full.first; p != NULL; p = p->next) {
-		tl_page_check(p, heap->id | TL_OWNER_FULL, true);
+		tl_page_check(p, full, true);
 		owned++;
 	}
 	if (!list_linked(&heap->empty))
@@ -598,7 +628,8 @@ static const char *heap_broken(const tl_heap *heap)
 		return "empty_count is not the pages in its cache";
 	/* A sampling heap's slots point at the profiler's stand-ins
 	 * (profile.c), which hold the blocks before its next sample. */
-	for (unsigned i = 0; heap->prof == NULL && i < TL_DIRECT_SLOTS; i++) {
+	for (unsigned i = 0; heap->prof == NULL && !parked &&
+			     i < TL_DIRECT_SLOTS; i++) {
 		unsigned cls = tl_size_to_class((size_t)i * 16);
 		if (class_is_young(heap, cls))
 			cls = young_top(young_group(cls));

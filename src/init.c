@@ -46,8 +46,12 @@ static void thread_exit(void *arg)
 {
 	tl_heap *heap = arg;
 	tl_heap_set_local(&tl_heap_exiting);
-	tl_heap_destroy(heap);
-	tl_pool_heap_free(heap);
+	if (tl_heap_park(heap)) {
+		tl_pool_park_heap(heap);
+	} else {
+		tl_heap_destroy(heap);
+		tl_pool_heap_free(heap);
+	}
 	tl_purger_poll();
 }
 

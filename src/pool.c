@@ -180,11 +180,26 @@ void tl_pool_give_page(tl_page *page)
 		tl_purger_wake();
 }
 
-tl_heap *tl_pool_heap_alloc(void)
+/*
+ * Parked heaps: a heap whose thread exited, kept whole (its pages' owner
+ * TL_OWNER_PARKED) for the next thread to start, which takes the newest
+ * (heap.c, tl_heap_park).  At most TL_PARKED_MAX, each for the purge delay:
+ * then its pages are handed back as at its thread's exit
+ * (tl_pool_release_heap, purge.c), so a program whose threads are gone
+ * gets its memory back all the same.
+ */
+#define TL_PARKED_MAX 16
+
+tl_heap *tl_pool_heap_alloc(bool *parked)
 {
 	tl_heap *heap = NULL;
 	tl_lock_acquire(&tl_pool.lock);
-	if (tl_pool.free_heaps != NULL) {
+	if (tl_pool.parked != NULL) {
+		heap = tl_pool.parked;
+		tl_pool.parked = heap->next_free;
+		tl_pool.parked_count--;
+		*parked = true;
+	} else if (tl_pool.free_heaps != NULL) {
 		heap = tl_pool.free_heaps;
 		tl_pool.free_heaps = heap->next_free;
 	} else {
@@ -215,6 +230,57 @@ void tl_pool_heap_free(tl_heap *heap)
 	tl_pool.free_heaps = heap;
 	tl_pool.heaps_live--;
 	tl_lock_release(&tl_pool.lock);
+}
+
+void tl_pool_park_heap(tl_heap *heap)
+{
+	uint64_t until = tl_os_now_ms() + (uint64_t)tl_option(TL_OPT_purge_delay);
+	tl_heap *evicted = NULL;
+	tl_lock_acquire(&tl_pool.lock);
+	if (tl_pool.parked_count >= TL_PARKED_MAX) {	/* the oldest goes */
+		tl_heap **at = &tl_pool.parked;
+		while ((*at)->next_free != NULL)
+			at = &(*at)->next_free;
+		evicted = *at;
+		*at = NULL;
+		tl_pool.parked_count--;
+		tl_pool.heaps_live++;	/* tl_pool_heap_free counts it out */
+	}
+	heap->parked_until_ms = until;
+	heap->next_free = tl_pool.parked;
+	tl_pool.parked = heap;
+	tl_pool.parked_count++;
+	tl_pool.heaps_live--;
+	tl_pool_note_purge_at_locked(until);
+	bool wake = tl_pool.threaded;
+	tl_lock_release(&tl_pool.lock);
+	if (evicted != NULL) {
+		tl_pool_release_heap(evicted);
+		tl_pool_heap_free(evicted);
+	}
+	if (wake)
+		tl_purger_wake();
+}
+
+tl_heap *tl_pool_take_parked_locked(uint64_t now, bool force,
+				    uint64_t *earliest)
+{
+	tl_heap *due = NULL, **at = &tl_pool.parked;
+	while (*at != NULL) {
+		tl_heap *heap = *at;
+		if (!force && heap->parked_until_ms > now) {
+			if (heap->parked_until_ms < *earliest)
+				*earliest = heap->parked_until_ms;
+			at = &heap->next_free;
+			continue;
+		}
+		*at = heap->next_free;
+		tl_pool.parked_count--;
+		tl_pool.heaps_live++;	/* tl_pool_heap_free counts it out */
+		heap->next_free = due;
+		due = heap;
+	}
+	return due;
 }
 
 void tl_pool_fork_prepare(void)

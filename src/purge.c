@@ -136,6 +136,25 @@ static void purge_pinned_pages(tl_page *todo)
  * released, (5) the segments are unmapped and (6) the pinned pages
  * madvised and given back clean.  True when anything was given back.
  */
+/* Step 0: the parked heaps that are due hand their pages back, as at
+ * their threads' exits: free or abandoned, for the steps after it.  True
+ * if there were any. */
+static bool destroy_parked(bool force)
+{
+	uint64_t earliest = UINT64_MAX;	/* the others': set below */
+	tl_lock_acquire(&tl_pool.lock);
+	tl_heap *due = tl_pool_take_parked_locked(tl_os_now_ms(), force,
+						  &earliest);
+	tl_lock_release(&tl_pool.lock);
+	bool any = due != NULL;
+	for (tl_heap *next; due != NULL; due = next) {
+		next = due->next_free;
+		tl_pool_release_heap(due);
+		tl_pool_heap_free(due);
+	}
+	return any;
+}
+
 bool tl_pool_purge(bool force)
 {
 	tl_lock_acquire(&tl_pool.lock);
@@ -144,6 +163,10 @@ bool tl_pool_purge(bool force)
 		tl_lock_release(&tl_pool.lock);
 		return false;
 	}
+	tl_lock_release(&tl_pool.lock);
+	bool parked = destroy_parked(force);
+	tl_lock_acquire(&tl_pool.lock);
+	now = tl_os_now_ms();
 	tl_pool_adopt_orphans_locked();
 	tl_pool_reclaim_abandoned_locked(now);
 	tl_segment *unmap = take_due_segments_locked(now, force);
@@ -152,11 +175,14 @@ bool tl_pool_purge(bool force)
 	tl_page *todo = pin_due_pages_locked(now, force, &earliest);
 	tl_page *abandoned = tl_pool_pin_abandoned_locked(now, force,
 							  &earliest);
+	/* the parked heaps left (and any parked since step 0) */
+	tl_pool_take_parked_locked(0, false, &earliest);
 	tl_pool.next_purge_ms = earliest;
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&tl_pool.lock);
 
-	bool released = unmap != NULL || todo != NULL || abandoned != NULL;
+	bool released = parked || unmap != NULL || todo != NULL ||
+			abandoned != NULL;
 	unmap_segments(unmap);
 	if (todo != NULL)
 		purge_pinned_pages(todo);

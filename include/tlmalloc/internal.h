@@ -104,6 +104,10 @@ bool tl_heap_is_thread_heap(const tl_heap *heap);
 void tl_heap_collect_all(tl_heap *heap, bool release);
 /* Release a heap's pages: empty ones to the pool, live ones abandoned. */
 void tl_heap_destroy(tl_heap *heap);
+/* At its thread's exit: keep the heap whole for the next thread (its
+ * pages' owner TL_OWNER_PARKED); false if it is not worth it (no pages,
+ * or a sampling heap) and must be destroyed. */
+bool tl_heap_park(tl_heap *heap);
 /* A page of class cls with a free block, or NULL when out of memory. */
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls);
 /*
@@ -406,8 +410,16 @@ tl_segment *tl_pool_take_huge(size_t size);
 /* The pages of an exiting heap that still hold live blocks, under one
  * lock: abandoned, for any heap to adopt (the list is left empty). */
 void tl_pool_abandon_pages(tl_page_list *pages);
-tl_heap *tl_pool_heap_alloc(void);
+/* Every page of a heap no thread will use again, counted: empty ones to
+ * the pool, the others abandoned (abandoned.c). */
+void tl_pool_release_heap(tl_heap *heap);
+/* A heap struct for a new thread: a parked heap (*parked set) if there is
+ * one, else a fresh struct; NULL when out of memory. */
+tl_heap *tl_pool_heap_alloc(bool *parked);
 void tl_pool_heap_free(tl_heap *heap);
+/* At a thread's exit, its parked heap (tl_heap_park) joins the pool's
+ * parked heaps; the oldest past their number is destroyed. */
+void tl_pool_park_heap(tl_heap *heap);
 /* The pool's books of every live segment (its list, the bytes mapped; a
  * small or medium segment's pages become free pages): a segment made or
  * moved by segment.c enters them, one to be unmapped or moved leaves. */

@@ -35,6 +35,8 @@ struct tl_pool {
 	tl_page_list abandoned[TL_CLASSES];
 	tl_segment *segments;		/* every live segment */
 	tl_heap *free_heaps;
+	tl_heap *parked;		/* parked heaps, newest first */
+	uint32_t parked_count;
 	uint8_t *heap_area;
 	size_t heap_area_left;
 	size_t mapped;			/* bytes mapped for segments */
@@ -83,6 +85,12 @@ tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls);
 /* abandoned.c: the abandoned pages that other threads emptied become free
  * pages, dirty and due at now. */
 void tl_pool_reclaim_abandoned_locked(uint64_t now);
+/* pool.c, a purge's step: the parked heaps that are due (all, if force)
+ * leave the list (linked by next_free) to be destroyed with the lock
+ * released; earliest: lowered to the first of the others (now 0: none
+ * is due, earliest is all it does). */
+tl_heap *tl_pool_take_parked_locked(uint64_t now, bool force,
+				    uint64_t *earliest);
 /* abandoned.c, a purge's steps: the abandoned pages whose free blocks are
  * due to be given back leave their lists pinned (linked by next; earliest
  * lowered to the first of the others); then, with the lock released,

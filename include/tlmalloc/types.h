@@ -124,6 +124,7 @@ typedef struct tl_segment tl_segment;
 #define TL_OWNER_HUGE 4u	/* a huge segment's single page */
 #define TL_OWNER_FOLLOWER 6u	/* a slice inside a page: see slice_offset */
 #define TL_OWNER_ORPHAN 8u	/* fork child: a page of a thread left behind */
+#define TL_OWNER_PARKED 10u	/* its heap is parked (pool.c, "parked heaps") */
 #define TL_OWNER_FULL 1u	/* flag on a heap pointer */
 #define TL_OWNER_MARKERS 64u	/* owner words below this are no heap's */
 
@@ -282,7 +283,8 @@ struct tl_heap {
 	uint32_t pressure_seen;		/* tl_heap_pressure when last looked */
 	/* Out of memory: calls that try larger classes first (heap.c) */
 	uint32_t larger_first;
-	struct tl_heap *next_free;	/* pool lock: dead heaps */
+	struct tl_heap *next_free;	/* pool lock: dead or parked heaps */
+	uint64_t parked_until_ms;	/* pool lock: parked until then */
 	/* While the heap samples for the heap profiler, its state (profile.c:
 	 * the direct table points at its proxies); NULL otherwise. */
 	struct tl_profile_heap *prof;

@@ -229,6 +229,7 @@ static void pool_abandoned_page_loops(void)
 	void *p;
 	CHECK(pthread_create(&t, NULL, leave_block, NULL) == 0);
 	CHECK(pthread_join(t, &p) == 0);
+	tl_pool_purge(true);	/* its parked heap destroyed */
 	tl_page *page = page_of(p);
 	CHECK(tl_uptr_load_relaxed(&page->owner) == TL_OWNER_ABANDONED);
 	CHECK(tl_pool_check());
