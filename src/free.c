@@ -45,6 +45,24 @@ void tl_secure_modified(const void *block)
 	tl_fatal("malloc", block,
 		 "free block modified (buffer overrun or use after free)");
 }
+
+/* A block marked filled must still hold TL_SECURE_FILL past its first two
+ * words when malloc takes it (a block marked so is at most
+ * TL_SECURE_FILL_MAX; block sizes are multiples of 16). */
+void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+{
+	if (!tl_option(TL_OPT_secure_fill_check))
+		return;
+	const uint64_t *w = (const uint64_t *)(block + 1);
+	const uint64_t *end =
+		(const uint64_t *)((const uint8_t *)block + page->block_size);
+	uint64_t diff = 0;
+	for (; w < end; w++)
+		diff |= *w ^ (0x0101010101010101ull * TL_SECURE_FILL);
+	if (tl_unlikely(diff != 0))
+		tl_fatal("malloc", block,
+			 "free block modified (write after free)");
+}
 #endif
 
 #if TL_CHECKS
@@ -113,7 +131,7 @@ static inline void check_block(const char *call, const tl_page *page,
 #if TL_CHECKS
 	const tl_block *block = p;
 	/* free: a double free; realloc, malloc_usable_size: a freed block */
-	if (tl_unlikely(block->mark == tl_free_mark(page, block)) &&
+	if (tl_unlikely(tl_block_marked(page, block)) &&
 	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
 						 : "block already freed");
@@ -194,26 +212,30 @@ void tl_free_sized_slow(const char *call, void *p, size_t size,
 	tl_free_local(p);
 }
 
-/* The secure build fills a freed block (its first two words are the
- * link and the mark). */
-static void fill_freed(const tl_page *page, tl_block *block)
+/* The mark a freed block gets: the secure build fills the block (its
+ * first two words are the link and the mark), or marks it unfilled. */
+static uintptr_t fill_freed(const tl_page *page, tl_block *block,
+			    uintptr_t mark)
 {
 #if TL_SECURE
 	size_t bs = page->block_size;
 	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill))
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
+	else
+		mark ^= TL_SECURE_UNFILLED;
 #else
 	(void)page;
 	(void)block;
 #endif
+	return mark;
 }
 
 void tl_free_owned(tl_page *page, void *p)
 {
 	tl_block *block = p;
 	check_block("free", page, block, true);
-	fill_freed(page, block);
-	tl_page_push_local(page, block, tl_free_mark(page, block));
+	tl_page_push_local(page, block,
+			   fill_freed(page, block, tl_free_mark(page, block)));
 }
 
 /* A block of another heap's page (or an abandoned one): checked, then
@@ -228,7 +250,7 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 				 __atomic_load_n(&page->slice_limit,
 						 __ATOMIC_RELAXED)))
 		check_block("free", page, block, false);
-	fill_freed(page, block);
+	mark = fill_freed(page, block, mark);
 #if TL_CHECKS
 	block->mark = mark;
 #endif

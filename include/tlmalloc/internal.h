@@ -657,8 +657,18 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
 
+/*
+ * The mark of a free block that holds no fill to check (fresh blocks,
+ * blocks freed with secure_fill 0, purged ones) is tl_free_mark ^
+ * TL_SECURE_UNFILLED; malloc checks the fill of the others
+ * (tl_secure_check_fill, option secure_fill_check).
+ */
+#define TL_SECURE_UNFILLED ((uintptr_t)1)
+
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);
+void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
@@ -680,6 +690,16 @@ static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 #else
 	(void)page;
 	return (uintptr_t)tl_segment_of(block);
+#endif
+}
+
+/* Whether a block carries its free mark (in the secure build, either). */
+static inline bool tl_block_marked(const tl_page *page, const tl_block *block)
+{
+#if TL_SECURE
+	return (block->mark ^ tl_free_mark(page, block)) <= TL_SECURE_UNFILLED;
+#else
+	return block->mark == tl_free_mark(page, block);
 #endif
 }
 
@@ -713,7 +733,8 @@ static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 }
 
 /* A block leaves the free lists for malloc: counted, and its mark is
- * cleared (the secure build first checks that it is intact). */
+ * cleared (the secure build first checks that it is intact, and the fill
+ * of a block marked filled). */
 static inline void tl_block_taken(tl_page *page, tl_block *block)
 {
 #if TL_COUNTS && defined(__SANITIZE_THREAD__)
@@ -724,7 +745,10 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 	page->allocs++;	/* the owner's; read relaxed by the statistics */
 #endif
 #if TL_SECURE
-	if (tl_unlikely(block->mark != tl_free_mark(page, block)))
+	uintptr_t d = block->mark ^ tl_free_mark(page, block);
+	if (tl_likely(d == 0))
+		tl_secure_check_fill(page, block);
+	else if (tl_unlikely(d != TL_SECURE_UNFILLED))
 		tl_secure_modified(block);
 #else
 	(void)page;

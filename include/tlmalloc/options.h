@@ -61,6 +61,13 @@
 	  "warns.  The checks of the pointer freed have no option: part of " \
 	  "the fast paths, they are in the default and secure builds and "   \
 	  "not in libtlmalloc-fast.")                                       \
+	X(secure_fill_check, TL_SECURE, 0, TL_SECURE,                        \
+	  "The secure variant's check of the fill when a block is reused: "  \
+	  "1 (its default) checks that a block filled at its free "          \
+	  "(secure_fill) still holds its fill when malloc hands it out "     \
+	  "again, and reports a write after free on stderr, then abort; 0 "  \
+	  "does not (faster).  Blocks up to 64 KiB, as the fill.  Other "    \
+	  "builds take 0 alone.")                                            \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

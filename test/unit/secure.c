@@ -14,7 +14,14 @@
  *                                pointer
  *   use_after_free_link_missed   a write into a freed block's link
  *   interior_free_missed         free of a pointer into the middle of a block
+ *   write_after_free_missed      a byte written into a freed block past its
+ *                                first two words (malloc(0x...): free block
+ *                                modified (write after free)), for blocks of
+ *                                48 bytes and of 64 KiB (the fill's limit)
  * and, living cases:
+ *   fill_check_option_ignored    with secure_fill_check 0 the same write
+ *                                goes unreported; fresh blocks and blocks
+ *                                freed with secure_fill 0 are not checked
  *   fill_missing                 a freed block (up to 64 KiB) is filled
  *                                with 0xdf beyond its first two words
  *   fill_option_ignored          with secure_fill 0 (TLMALLOC_SECURE_FILL
@@ -142,6 +149,32 @@ static void interior_free_child(void)
 	printf("not detected\n");
 }
 
+/* A byte written into a freed block of n bytes, past its link and mark,
+ * then mallocs of n until the block is handed out again. */
+static void write_after_free(size_t n)
+{
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	void *keep = malloc(n);	/* the page stays formatted */
+	free(p);
+	p[n - 1] = 0;
+	for (int i = 0; i < MANY; i++)
+		CHECK(malloc(n) != NULL);
+	free(keep);
+}
+
+static void write_after_free_child(void)
+{
+	write_after_free(48);
+	printf("not detected\n");
+}
+
+static void write_after_free_large_child(void)
+{
+	write_after_free(65536);
+	printf("not detected\n");
+}
+
 static void double_free_missed(void)
 {
 	child_expect_abort("double_free_missed", "free", "double free");
@@ -172,6 +205,30 @@ static void use_after_free_link_missed(void)
 static void interior_free_missed(void)
 {
 	child_expect_abort("interior_free_missed", "free", "not the start of a block");
+}
+
+static void write_after_free_missed(void)
+{
+	child_expect_abort("write_after_free_missed", "malloc",
+			   "free block modified (write after free)");
+	child_expect_abort("write_after_free_large_missed", "malloc",
+			   "free block modified (write after free)");
+}
+
+static void fill_check_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_fill_check", &v) == 0 && v == 1);
+	CHECK(tl_option_set("secure_fill_check", 0) == 0);
+	write_after_free(48);
+	CHECK(tl_option_set("secure_fill_check", 1) == 0);
+	/* fresh blocks hold no fill; nor do blocks freed unfilled */
+	for (int i = 0; i < MANY; i++)
+		CHECK(malloc(48) != NULL);
+	CHECK(tl_option_set("secure_fill", 0) == 0);
+	write_after_free(48);
+	CHECK(tl_option_set("secure_fill", 1) == 0);
+	CHECK(tl_option_set("secure_fill_check", 2) == EINVAL);
 }
 
 /* Free a block of n bytes of 0x11 (its page kept from emptying, so its
@@ -336,6 +393,8 @@ static const struct test_case cases[] = {
 	{ "overrun_into_link_missed", overrun_into_link_missed },
 	{ "use_after_free_link_missed", use_after_free_link_missed },
 	{ "interior_free_missed", interior_free_missed },
+	{ "write_after_free_missed", write_after_free_missed },
+	{ "fill_check_option_ignored", fill_check_option_ignored },
 	{ "fill_missing", fill_missing },
 	{ "fill_option_ignored", fill_option_ignored },
 	{ "order_not_shuffled", order_not_shuffled },
@@ -350,6 +409,8 @@ static const struct test_case children[] = {
 	{ "overrun_into_link_missed", overrun_into_link_child },
 	{ "use_after_free_link_missed", use_after_free_link_child },
 	{ "interior_free_missed", interior_free_child },
+	{ "write_after_free_missed", write_after_free_child },
+	{ "write_after_free_large_missed", write_after_free_large_child },
 };
 
 int main(int argc, char **argv)
