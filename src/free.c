@@ -188,21 +188,33 @@ static void sized_check(const char *call, const void *p, size_t size,
 	tl_page *page = tl_page_of(seg, p);
 	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
 		return;
-	/* the size a block of the page was asked for, as malloc counts it */
+	/* the size a block of the page was asked for, as malloc counts it
+	 * (the secure build's malloc adds the canary's tail) */
+	size_t given = size;
+#if TL_SECURE
+	size = tl_canary_ask(size, tl_canary_tail());
+#endif
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (page->kind == TL_PAGE_HUGE) {
 		size_t usable = seg->map_size - TL_HUGE_GUARD -
 				(size_t)(page->start - (uint8_t *)seg);
 		if (p == page->start && (cls != 0 || size > usable))
-			size_mismatch(call, p, size, usable);
+			size_mismatch(call, p, given, usable);
 		return;
 	}
 	if (!tl_block_in_page(page, p))
 		return;
+#if TL_SECURE
+	if (tl_canary_tail() != 0 && tl_canary_page(page)) {
+		size_t n = tl_canary_check(call, page, p);
+		if (given > n)
+			size_mismatch(call, p, given, n);
+	}
+#endif
 	size_t asked = alignment > TL_MIN_ALIGN && cls != 0
 			       ? tl_class_size[cls] : size;
 	if (cls == 0 || !tl_page_holds_size(page, asked))
-		size_mismatch(call, p, size, page->block_size);
+		size_mismatch(call, p, given, page->block_size);
 }
 
 void tl_free_sized_slow(const char *call, void *p, size_t size,
@@ -219,6 +231,8 @@ static uintptr_t fill_freed(const tl_page *page, tl_block *block,
 {
 #if TL_SECURE
 	size_t bs = page->block_size;
+	if (bs <= TL_SECURE_FILL_MAX && tl_canary_tail() != 0)
+		tl_canary_check("free", page, block);
 	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill))
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
 	else

@@ -669,6 +669,48 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 void tl_secure_page_init(tl_page *page);
 void tl_secure_check_fill(const tl_page *page, const tl_block *block)
 	TL_NOINLINE;
+
+/*
+ * Canaries (canary.c, option secure_canary): with them on, a malloc of n
+ * bytes up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more, and
+ * a block of a small or medium page up to TL_SECURE_FILL_MAX carries, right after its
+ * n bytes, a canary of TL_CANARY_BYTES keyed by its page's secret and its
+ * address, and n in its last two bytes.  free, realloc and
+ * malloc_usable_size check the canary; malloc_usable_size says n.
+ */
+#define TL_CANARY_BYTES 6
+#define TL_CANARY_TAIL ((size_t)8)	/* the canary, and n in 2 bytes */
+/* TL_CANARY_TAIL, or 0 with canaries off (decided once, at the first
+ * malloc: -1 until then). */
+extern int tl_canary_state;
+size_t tl_canary_start(void) TL_NOINLINE;
+/* Writes p's canary and size for a request of n bytes when tail is not 0
+ * and p's page carries canaries; returns p. */
+void *tl_canary_set(void *p, size_t n, size_t tail) TL_NOINLINE;
+/* The size a block of a page with canaries was asked for, after checking
+ * its canary (aborts naming call when it was overwritten). */
+size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
+	TL_NOINLINE;
+
+/* What malloc asks for a request of size bytes: the tail added up to
+ * TL_SECURE_FILL_MAX (the blocks past it carry no canary). */
+static inline size_t tl_canary_ask(size_t size, size_t tail)
+{
+	return size <= TL_SECURE_FILL_MAX ? size + tail : size;
+}
+
+static inline size_t tl_canary_tail(void)
+{
+	int s = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
+	return tl_likely(s >= 0) ? (size_t)s : tl_canary_start();
+}
+
+/* Whether blocks of page carry canaries (with them on). */
+static inline bool tl_canary_page(const tl_page *page)
+{
+	return page->kind != TL_PAGE_HUGE &&
+	       page->block_size <= TL_SECURE_FILL_MAX;
+}
 __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_modified(const void *block)

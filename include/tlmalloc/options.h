@@ -68,6 +68,13 @@
 	  "again, and reports a write after free on stderr, then abort; 0 "  \
 	  "does not (faster).  Blocks up to 64 KiB, as the fill.  Other "    \
 	  "builds take 0 alone.")                                            \
+	X(secure_canary, TL_SECURE, 0, TL_SECURE,                            \
+	  "The secure variant's canaries: 1 (its default) puts 6 secret "    \
+	  "bytes right after the requested size of every block up to 64 "    \
+	  "KiB (8 bytes more asked of each malloc) and checks them at free, "\
+	  "realloc and malloc_usable_size: an overflow of the block is "     \
+	  "reported on stderr, then abort; 0: none.  Read at the first "     \
+	  "malloc only.  Other builds take 0 alone.")                        \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

@@ -18,7 +18,23 @@
  *                                first two words (malloc(0x...): free block
  *                                modified (write after free)), for blocks of
  *                                48 bytes and of 64 KiB (the fill's limit)
+ *   canary_overflow_missed       one byte written past a 24-byte block (a
+ *                                32-byte class: in the slack), then free;
+ *                                also 8 bytes past a 100-byte block, one
+ *                                past an 8-byte block, and realloc after
+ *                                an overflow (CALL(0x...): canary
+ *                                overwritten (buffer overflow))
+ *   sized_free_larger_missed     free_sized with one byte more than malloc
+ *                                was asked for, in the same class
  * and, living cases:
+ *   canary_usable_size_wrong     malloc_usable_size says the requested size
+ *                                (up to 64 KiB - 8); every one of those
+ *                                bytes may be written; realloc in place
+ *                                moves the canary; aligned blocks keep it
+ *   canary_option_ignored        with TLMALLOC_SECURE_CANARY=0 the overflow
+ *                                goes unreported (and usable sizes are the
+ *                                blocks'); tl_option_set changes nothing
+ *                                after the first malloc
  *   fill_check_option_ignored    with secure_fill_check 0 the same write
  *                                goes unreported; fresh blocks and blocks
  *                                freed with secure_fill 0 are not checked
@@ -171,7 +187,51 @@ static void write_after_free_child(void)
 
 static void write_after_free_large_child(void)
 {
-	write_after_free(65536);
+	write_after_free(65536 - 8);	/* a 64 KiB block, with the tail */
+	printf("not detected\n");
+}
+
+static void overflow_child(void)
+{
+	char *volatile p = malloc(24);
+	CHECK(p != NULL);
+	p[24] = 'x';
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_8_child(void)
+{
+	char *volatile p = malloc(100);
+	CHECK(p != NULL);
+	memset(p + 100, 0, 8);
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_full_child(void)
+{
+	char *volatile p = malloc(8);
+	CHECK(p != NULL);
+	p[8] = 0;
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_realloc_child(void)
+{
+	char *volatile p = malloc(40);
+	CHECK(p != NULL);
+	p[40] = 0;
+	p = realloc(p, 41);
+	printf("not detected\n");
+}
+
+static void sized_free_larger_child(void)
+{
+	char *p = malloc(20);
+	CHECK(p != NULL);
+	tl_free_sized(p, 21);
 	printf("not detected\n");
 }
 
@@ -192,8 +252,10 @@ static void remote_double_free_missed(void)
 
 static void overrun_into_link_missed(void)
 {
-	child_expect_abort("overrun_into_link_missed", "malloc",
-		     "free list corrupted");
+	/* canaries off: the test finds blocks by malloc_usable_size */
+	child_expect_abort_env("overrun_into_link_missed",
+			       "TLMALLOC_SECURE_CANARY=0", "malloc",
+			       "free list corrupted");
 }
 
 static void use_after_free_link_missed(void)
@@ -213,6 +275,84 @@ static void write_after_free_missed(void)
 			   "free block modified (write after free)");
 	child_expect_abort("write_after_free_large_missed", "malloc",
 			   "free block modified (write after free)");
+}
+
+static void canary_overflow_missed(void)
+{
+	static const char *const names[] = { "overflow_1", "overflow_8",
+					     "overflow_full" };
+	for (size_t i = 0; i < 3; i++)
+		child_expect_abort(names[i], "free",
+				   "canary overwritten (buffer overflow)");
+	child_expect_abort("overflow_realloc", "realloc",
+			   "canary overwritten (buffer overflow)");
+}
+
+static void sized_free_larger_missed(void)
+{
+	child_expect_abort("sized_free_larger_missed", "free_sized",
+			   "size 21 does not match the block (20 bytes)");
+}
+
+static void canary_usable_size_wrong(void)
+{
+	static const size_t sizes[] = { 0, 1, 8, 24, 100, 1000, 4096,
+					65536 - 8 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *p = malloc(n);
+		CHECK(p != NULL);
+		CHECKF(malloc_usable_size(p) == n, "%zu for %zu",
+		       malloc_usable_size(p), n);
+		memset(p, 'u', n);
+		free(p);
+	}
+	/* realloc in place: the canary moves with the size */
+	char *p = malloc(20);
+	char *q = realloc(p, 22);
+	CHECK(q != NULL && malloc_usable_size(q) == 22);
+	memset(q, 'v', 22);
+	q = realloc(q, 3);
+	CHECK(q != NULL && malloc_usable_size(q) == 3);
+	memset(q, 'v', 3);
+	free(q);
+	/* an aligned block: the class holds the tail */
+	void *a = NULL;
+	CHECK(posix_memalign(&a, 64, 64) == 0);
+	CHECK(((uintptr_t)a & 63) == 0 && malloc_usable_size(a) >= 64);
+	memset(a, 'w', malloc_usable_size(a));
+	free(a);
+	/* above 64 KiB: no canary, the class's size */
+	p = malloc(65536 + 1);
+	CHECK(p != NULL && malloc_usable_size(p) > 65536 + 1);
+	free(p);
+}
+
+static void canary_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_canary", &v) == 0 && v == 1);
+	free(malloc(1));	/* the first malloc decides */
+	CHECK(tl_option_set("secure_canary", 0) == 0);	/* too late */
+	char *p = malloc(24);
+	CHECK(p != NULL && malloc_usable_size(p) == 24);
+	free(p);
+	CHECK(tl_option_set("secure_canary", 1) == 0);
+	char out[256], err[256];
+	int st = child_run("overflow_1", "TLMALLOC_SECURE_CANARY=0", out,
+			   sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+	st = child_run("usable_size_of_24", "TLMALLOC_SECURE_CANARY=0", out,
+		       sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strtoul(out, NULL, 10) > 24, "status %d, stdout: %s", st, out);
+}
+
+static void usable_size_of_24_child(void)
+{
+	printf("%zu\n", malloc_usable_size(malloc(24)));
 }
 
 static void fill_check_option_ignored(void)
@@ -250,7 +390,8 @@ static size_t bytes_after_free(size_t n, unsigned char byte)
 
 static void fill_missing(void)
 {
-	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 };
+	/* the largest: 64 KiB blocks, with the canary's tail */
+	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 - 8 };
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		size_t n = sizes[k], filled = bytes_after_free(n, 0xdf);
 		CHECKF(filled == n - 2 * sizeof(void *), "%zu of %zu bytes "
@@ -395,6 +536,10 @@ static const struct test_case cases[] = {
 	{ "interior_free_missed", interior_free_missed },
 	{ "write_after_free_missed", write_after_free_missed },
 	{ "fill_check_option_ignored", fill_check_option_ignored },
+	{ "canary_overflow_missed", canary_overflow_missed },
+	{ "sized_free_larger_missed", sized_free_larger_missed },
+	{ "canary_usable_size_wrong", canary_usable_size_wrong },
+	{ "canary_option_ignored", canary_option_ignored },
 	{ "fill_missing", fill_missing },
 	{ "fill_option_ignored", fill_option_ignored },
 	{ "order_not_shuffled", order_not_shuffled },
@@ -411,6 +556,12 @@ static const struct test_case children[] = {
 	{ "interior_free_missed", interior_free_child },
 	{ "write_after_free_missed", write_after_free_child },
 	{ "write_after_free_large_missed", write_after_free_large_child },
+	{ "overflow_1", overflow_child },
+	{ "overflow_8", overflow_8_child },
+	{ "overflow_full", overflow_full_child },
+	{ "overflow_realloc", overflow_realloc_child },
+	{ "sized_free_larger_missed", sized_free_larger_child },
+	{ "usable_size_of_24", usable_size_of_24_child },
 };
 
 int main(int argc, char **argv)
