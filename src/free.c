@@ -131,6 +131,13 @@ static inline void check_block(const char *call, const tl_page *page,
 #if TL_CHECKS
 	const tl_block *block = p;
 	/* free: a double free; realloc, malloc_usable_size: a freed block */
+#if TL_SECURE
+	if (tl_unlikely(((block->mark ^ tl_free_mark(page, block)) |
+			 TL_SECURE_UNFILLED) ==
+			(TL_SECURE_QUARANTINED | TL_SECURE_UNFILLED)))
+		tl_fatal(call, p, call[0] == 'f' ? "double free"
+						 : "block already freed");
+#endif
 	if (tl_unlikely(tl_block_marked(page, block)) &&
 	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
@@ -248,8 +255,31 @@ void tl_free_owned(tl_page *page, void *p)
 {
 	tl_block *block = p;
 	check_block("free", page, block, true);
-	tl_page_push_local(page, block,
-			   fill_freed(page, block, tl_free_mark(page, block)));
+	uintptr_t mark = fill_freed(page, block, tl_free_mark(page, block));
+#if TL_SECURE
+	if (tl_quarantine_hold(block, mark))
+		return;
+#endif
+	tl_page_push_local(page, block, mark);
+}
+
+/* Push a checked block on the thread_free of a page the caller does not
+ * own, with one CAS. */
+static void push_remote(tl_page *page, tl_block *block, uintptr_t mark)
+{
+#if TL_CHECKS
+	block->mark = mark;
+#else
+	(void)mark;
+#endif
+	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
+	uintptr_t next;
+	do {
+		block->next = tl_link_encode(page, block, tl_remote_list(head));
+		/* one more in the count (exact below 2^16: tl_page_collect) */
+		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
+		       (uintptr_t)block;
+	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 }
 
 /* A block of another heap's page (or an abandoned one): checked, then
@@ -265,18 +295,31 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 						 __ATOMIC_RELAXED)))
 		check_block("free", page, block, false);
 	mark = fill_freed(page, block, mark);
-#if TL_CHECKS
-	block->mark = mark;
+#if TL_SECURE
+	if (tl_quarantine_hold(block, mark))
+		return;
 #endif
-	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
-	uintptr_t next;
-	do {
-		block->next = tl_link_encode(page, block, tl_remote_list(head));
-		/* one more in the count (exact below 2^16: tl_page_collect) */
-		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
-		       (uintptr_t)block;
-	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+	push_remote(page, block, mark);
 }
+
+#if TL_SECURE
+void tl_free_released(tl_heap *heap, tl_block *block)
+{
+	tl_page *page = tl_page_of(tl_segment_of(block), block);
+	uintptr_t mark = block->mark ^ TL_SECURE_QUARANTINED;
+	if (tl_unlikely(((mark ^ tl_free_mark(page, block)) >
+			 TL_SECURE_UNFILLED) ||
+			!tl_quarantine_intact(block)))
+		tl_fatal("free", block,
+			 "quarantined block modified (write after free)");
+	/* a full page of the heap's own too goes by thread_free, which the
+	 * heap's sweep looks at (its free may be unfulling that page now) */
+	if (tl_uptr_load_relaxed(&page->owner) == heap->id)
+		tl_page_push_local(page, block, mark);
+	else
+		push_remote(page, block, mark);
+}
+#endif
 
 /* The generic path, inlined in both its callers: a free that missed the
  * fast path is most often another thread's block (free_remote), reached

@@ -505,6 +505,9 @@ void tl_heap_collect_all(tl_heap *heap, bool release)
 
 void tl_heap_destroy(tl_heap *heap)
 {
+#if TL_SECURE
+	tl_quarantine_flush(heap);
+#endif
 	if (heap->prof != NULL)
 		tl_profile_heap_detach(heap);
 	tl_assert_expensive(tl_heap_check(heap));

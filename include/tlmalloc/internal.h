@@ -664,6 +664,21 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * (tl_secure_check_fill, option secure_fill_check).
  */
 #define TL_SECURE_UNFILLED ((uintptr_t)1)
+/* A block held in a quarantine (quarantine.c) carries its free mark ^
+ * TL_SECURE_QUARANTINED: a free of it is a double free. */
+#define TL_SECURE_QUARANTINED ((uintptr_t)2)
+
+/* Hold a block that free checked, filled and gave `mark` in the calling
+ * thread's quarantine; false if it has none (then free goes on).  The
+ * block pushed out, if any, is freed for real (tl_free_released). */
+bool tl_quarantine_hold(tl_block *block, uintptr_t mark);
+/* Whether a quarantined block's link is as the quarantine left it. */
+bool tl_quarantine_intact(const tl_block *block);
+/* Free every block of heap's quarantine for real (thread exit). */
+void tl_quarantine_flush(tl_heap *heap);
+/* Free for real a block that leaves a quarantine of heap; checks that its
+ * mark and link were left alone while it waited. */
+void tl_free_released(tl_heap *heap, tl_block *block);
 
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);

@@ -75,6 +75,13 @@
 	  "realloc and malloc_usable_size: an overflow of the block is "     \
 	  "reported on stderr, then abort; 0: none.  Read at the first "     \
 	  "malloc only.  Other builds take 0 alone.")                        \
+	X(secure_quarantine, 64 * TL_SECURE, 0, 256 * TL_SECURE,              \
+	  "The secure variant's quarantine: each thread holds its last N "   \
+	  "freed blocks (up to 64 KiB each) before they can be reused, so "  \
+	  "a write after free or a double free in that time is caught; 0: " \
+	  "freed blocks are reused at once.  Lowered at run time, the "      \
+	  "blocks past the new N wait for the thread's exit.  Other builds "\
+	  "take 0 alone.")                                                   \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

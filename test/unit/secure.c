@@ -12,7 +12,9 @@
  *                                on the next (free) block's link; the mallocs
  *                                that follow must not hand out the forged
  *                                pointer
- *   use_after_free_link_missed   a write into a freed block's link
+ *   use_after_free_link_missed   a write into a freed block's link (found
+ *                                when it leaves the quarantine; without
+ *                                the quarantine, when malloc pops it)
  *   interior_free_missed         free of a pointer into the middle of a block
  *   write_after_free_missed      a byte written into a freed block past its
  *                                first two words (malloc(0x...): free block
@@ -24,9 +26,16 @@
  *                                past an 8-byte block, and realloc after
  *                                an overflow (CALL(0x...): canary
  *                                overwritten (buffer overflow))
+ *   double_free_after_reuse_missed  free(p), mallocs of its size, free(p):
+ *                                the quarantine still holds p (without it,
+ *                                checked too, p was handed out again and
+ *                                the second free goes through)
  *   sized_free_larger_missed     free_sized with one byte more than malloc
  *                                was asked for, in the same class
  * and, living cases:
+ *   quarantine_reuses_early      a freed block is not handed out again in
+ *                                the next 63 mallocs and frees of its size
+ *                                (secure_quarantine 64); with 0, at once
  *   canary_usable_size_wrong     malloc_usable_size says the requested size
  *                                (up to 64 KiB - 8); every one of those
  *                                bytes may be written; realloc in place
@@ -146,12 +155,24 @@ static void overrun_into_link_child(void)
 	printf("not detected\n");
 }
 
+/* Enough frees of another size to push every block out of the calling
+ * thread's quarantine (secure_quarantine, at most 256). */
+static void push_out_quarantine(void)
+{
+	static void *q[300];
+	for (int i = 0; i < 300; i++)
+		CHECK((q[i] = malloc(16)) != NULL);
+	for (int i = 0; i < 300; i++)
+		free(q[i]);
+}
+
 static void use_after_free_link_child(void)
 {
 	char *p = malloc(SIZE);
 	CHECK(p != NULL);
 	free(p);
 	memset(p, 0x41, sizeof(void *));	/* the freed block's link */
+	push_out_quarantine();
 	for (int i = 0; i < MANY; i++)
 		CHECK(malloc(SIZE) != NULL);
 	printf("not detected\n");
@@ -174,6 +195,7 @@ static void write_after_free(size_t n)
 	void *keep = malloc(n);	/* the page stays formatted */
 	free(p);
 	p[n - 1] = 0;
+	push_out_quarantine();
 	for (int i = 0; i < MANY; i++)
 		CHECK(malloc(n) != NULL);
 	free(keep);
@@ -260,8 +282,12 @@ static void overrun_into_link_missed(void)
 
 static void use_after_free_link_missed(void)
 {
-	child_expect_abort("use_after_free_link_missed", "malloc",
-		     "free list corrupted");
+	/* in the quarantine, the link is checked when the block leaves it */
+	child_expect_abort("use_after_free_link_missed", "free",
+			   "quarantined block modified (write after free)");
+	child_expect_abort_env("use_after_free_link_missed",
+			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
+			       "free list corrupted");
 }
 
 static void interior_free_missed(void)
@@ -275,6 +301,65 @@ static void write_after_free_missed(void)
 			   "free block modified (write after free)");
 	child_expect_abort("write_after_free_large_missed", "malloc",
 			   "free block modified (write after free)");
+	child_expect_abort_env("write_after_free_missed",
+			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
+			       "free block modified (write after free)");
+}
+
+/* Whether malloc(SIZE) hands out p within `tries` calls (no frees). */
+static int comes_back(const char *p, int tries)
+{
+	for (int i = 0; i < tries; i++)
+		if (malloc(SIZE) == p)
+			return 1;
+	return 0;
+}
+
+static void double_free_after_reuse_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	free(p);
+	comes_back(p, 2000);	/* without a quarantine, it does */
+	free(p);
+	printf("not detected\n");
+}
+
+static void double_free_after_reuse_missed(void)
+{
+	child_expect_abort("double_free_after_reuse_missed", "free",
+			   "double free");
+	/* and without the quarantine it goes through: the test's premise */
+	char out[256], err[256];
+	int st = child_run("double_free_after_reuse_missed",
+			   "TLMALLOC_SECURE_QUARANTINE=0", out, sizeof(out),
+			   err, sizeof(err));
+	CHECKF(WIFEXITED(st) && strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+}
+
+/* A freed block is not handed out again before N more frees of the
+ * thread (secure_quarantine N); with 0, at once. */
+static void quarantine_reuses_early(void)
+{
+	long n = -1;
+	CHECK(tl_option_get("secure_quarantine", &n) == 0 && n == 64);
+	static void *x[64];
+	for (int i = 0; i < 64; i++)
+		CHECK((x[i] = malloc(SIZE)) != NULL);
+	char *p = malloc(SIZE);
+	free(p);
+	for (int i = 0; i < 63; i++)
+		free(x[i]);
+	CHECKF(!comes_back(p, 2000), "reused after 63 more frees");
+	free(x[63]);	/* the 64th pushes p out */
+	CHECKF(comes_back(p, 2000), "not reused after 64 more frees");
+	CHECK(tl_option_set("secure_quarantine", 0) == 0);
+	p = malloc(SIZE);
+	free(p);
+	CHECKF(comes_back(p, 2000), "not reused with secure_quarantine 0");
+	CHECK(tl_option_set("secure_quarantine", 64) == 0);
+	CHECK(tl_option_set("secure_quarantine", 257) == EINVAL);
 }
 
 static void canary_overflow_missed(void)
@@ -536,6 +621,8 @@ static const struct test_case cases[] = {
 	{ "interior_free_missed", interior_free_missed },
 	{ "write_after_free_missed", write_after_free_missed },
 	{ "fill_check_option_ignored", fill_check_option_ignored },
+	{ "double_free_after_reuse_missed", double_free_after_reuse_missed },
+	{ "quarantine_reuses_early", quarantine_reuses_early },
 	{ "canary_overflow_missed", canary_overflow_missed },
 	{ "sized_free_larger_missed", sized_free_larger_missed },
 	{ "canary_usable_size_wrong", canary_usable_size_wrong },
@@ -556,6 +643,7 @@ static const struct test_case children[] = {
 	{ "interior_free_missed", interior_free_child },
 	{ "write_after_free_missed", write_after_free_child },
 	{ "write_after_free_large_missed", write_after_free_large_child },
+	{ "double_free_after_reuse_missed", double_free_after_reuse_child },
 	{ "overflow_1", overflow_child },
 	{ "overflow_8", overflow_8_child },
 	{ "overflow_full", overflow_full_child },
