@@ -29,9 +29,11 @@ static tl_block *waiting_link(uintptr_t mark)
 
 bool tl_quarantine_hold(tl_block *block, uintptr_t mark)
 {
-	tl_heap *heap = tl_heap_local;
 	uint32_t n = (uint32_t)tl_option(TL_OPT_secure_quarantine);
-	if (n == 0 || !tl_heap_is_thread_heap(heap))
+	if (n == 0)
+		return false;
+	tl_heap *heap = tl_heap_local;
+	if (!tl_heap_is_thread_heap(heap))
 		return false;
 	block->mark = mark ^ TL_SECURE_QUARANTINED;
 	block->next = waiting_link(block->mark);

@@ -176,6 +176,8 @@ static inline void *tl_malloc_local(size_t size)
 static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 {
 	size_t tail = tl_canary_tail();
+	if (tail == 0)
+		return tl_heap_malloc_inner(heap, size);
 	return tl_canary_set(tl_heap_malloc_inner(heap, tl_canary_ask(size, tail)),
 			     size, tail);
 }
@@ -183,6 +185,8 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 static inline void *tl_malloc_local(size_t size)
 {
 	size_t tail = tl_canary_tail();
+	if (tail == 0)
+		return tl_malloc_local_inner(size);
 	return tl_canary_set(tl_malloc_local_inner(tl_canary_ask(size, tail)),
 			     size, tail);
 }
