@@ -82,6 +82,11 @@
 	  "freed blocks are reused at once.  Lowered at run time, the "      \
 	  "blocks past the new N wait for the thread's exit.  Other builds "\
 	  "take 0 alone.")                                                   \
+	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
+	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
+	  "default) unmaps one at its free, so that a read or write after "  \
+	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
+	  "for reuse (faster).  Other builds take 0 alone.")                 \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

@@ -58,6 +58,9 @@
  *                                first page are mapped and fault
  *   huge_guard_lost_on_realloc   after a huge block grows, the byte after
  *                                it still faults, contents kept
+ *   huge_use_after_free_unseen   a freed block of 256 KiB is unmapped
+ *                                (reads fault); with secure_huge_unmap 0,
+ *                                cached (they do not)
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
@@ -599,6 +602,26 @@ static void huge_guard_lost_on_realloc(void)
 	free(p);
 }
 
+/* A freed huge block is unmapped: reading it faults; with
+ * secure_huge_unmap 0 it is cached and reads do not. */
+static void huge_use_after_free_unseen(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_huge_unmap", &v) == 0 && v == 1);
+	char *p = malloc(256 << 10);
+	CHECK(p != NULL);
+	memset(p, 'h', 256 << 10);
+	free(p);
+	CHECKF(faults(p) && faults(p + (128 << 10)),
+	       "a freed huge block still mapped");
+	CHECK(tl_option_set("secure_huge_unmap", 0) == 0);
+	p = malloc(256 << 10);
+	CHECK(p != NULL);
+	free(p);
+	CHECKF(!faults(p), "a cached huge block unmapped");
+	CHECK(tl_option_set("secure_huge_unmap", 1) == 0);
+}
+
 static void not_secure_library(void)
 {
 	void *fns[] = { (void *)(uintptr_t)&malloc, (void *)(uintptr_t)&free };
@@ -632,6 +655,7 @@ static const struct test_case cases[] = {
 	{ "order_not_shuffled", order_not_shuffled },
 	{ "guard_page_missing", guard_page_missing },
 	{ "huge_guard_lost_on_realloc", huge_guard_lost_on_realloc },
+	{ "huge_use_after_free_unseen", huge_use_after_free_unseen },
 };
 
 static const struct test_case children[] = {
