@@ -97,9 +97,17 @@ void *tl_alloc_aligned(size_t alignment, size_t size)
 	tl_assert(alignment != 0 && (alignment & (alignment - 1)) == 0);
 	if (alignment <= TL_MIN_ALIGN)
 		return tl_malloc_local(size);
+#if TL_SECURE
+	/* the class must hold the canary's tail, which malloc adds back */
+	size_t tail = tl_canary_tail();
+	unsigned cls = tl_aligned_class(alignment, tl_canary_ask(size, tail));
+	if (cls != 0)
+		return tl_malloc_local(tl_class_size[cls] - tail);
+#else
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (cls != 0)
 		return tl_malloc_local(tl_class_size[cls]);
+#endif
 	return tl_large_alloc(size, alignment);
 }
 
@@ -113,6 +121,10 @@ static tl_page *live_block_page(const char *call, const void *p)
 		tl_fatal(call, p, "block of a free page (freed already?)");
 	tl_free_check(call, page, p,
 		      (owner & ~(uintptr_t)TL_OWNER_FULL) == tl_heap_local->id);
+#if TL_SECURE
+	if (tl_canary_tail() != 0 && tl_canary_page(page))
+		tl_canary_check(call, page, p);
+#endif
 	return page;
 }
 
@@ -121,6 +133,10 @@ static size_t page_usable(const tl_page *page, const void *p)
 	if (page->kind == TL_PAGE_HUGE) {
 		return tl_huge_usable(tl_segment_of(p), page);
 	}
+#if TL_SECURE
+	if (tl_canary_tail() != 0 && tl_canary_page(page))	/* checked */
+		return tl_canary_check("malloc_usable_size", page, p);
+#endif
 	return page->block_size;
 }
 
@@ -167,9 +183,16 @@ void *tl_realloc_impl(void *p, size_t size)
 			if (q != NULL)
 				return q;
 		}
+#if TL_SECURE
+	} else if (tl_page_holds_size(page,
+				      tl_canary_ask(size, tl_canary_tail()))) {
+		return tl_canary_set(p, size, tl_canary_tail());
+	}
+#else
 	} else if (tl_page_holds_size(page, size)) {
 		return p;
 	}
+#endif
 	void *q = tl_malloc_local(size);
 	if (q == NULL)
 		return NULL;

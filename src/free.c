@@ -45,6 +45,24 @@ void tl_secure_modified(const void *block)
 	tl_fatal("malloc", block,
 		 "free block modified (buffer overrun or use after free)");
 }
+
+/* A block marked filled must still hold TL_SECURE_FILL past its first two
+ * words when malloc takes it (a block marked so is at most
+ * TL_SECURE_FILL_MAX; block sizes are multiples of 16). */
+void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+{
+	if (!tl_option(TL_OPT_secure_fill_check))
+		return;
+	const uint64_t *w = (const uint64_t *)(block + 1);
+	const uint64_t *end =
+		(const uint64_t *)((const uint8_t *)block + page->block_size);
+	uint64_t diff = 0;
+	for (; w < end; w++)
+		diff |= *w ^ (0x0101010101010101ull * TL_SECURE_FILL);
+	if (tl_unlikely(diff != 0))
+		tl_fatal("malloc", block,
+			 "free block modified (write after free)");
+}
 #endif
 
 #if TL_CHECKS
@@ -113,7 +131,14 @@ static inline void check_block(const char *call, const tl_page *page,
 #if TL_CHECKS
 	const tl_block *block = p;
 	/* free: a double free; realloc, malloc_usable_size: a freed block */
-	if (tl_unlikely(block->mark == tl_free_mark(page, block)) &&
+#if TL_SECURE
+	if (tl_unlikely(((block->mark ^ tl_free_mark(page, block)) |
+			 TL_SECURE_UNFILLED) ==
+			(TL_SECURE_QUARANTINED | TL_SECURE_UNFILLED)))
+		tl_fatal(call, p, call[0] == 'f' ? "double free"
+						 : "block already freed");
+#endif
+	if (tl_unlikely(tl_block_marked(page, block)) &&
 	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
 						 : "block already freed");
@@ -170,20 +195,32 @@ static void sized_check(const char *call, const void *p, size_t size,
 	tl_page *page = tl_page_of(seg, p);
 	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE)
 		return;
-	/* the size a block of the page was asked for, as malloc counts it */
+	/* the size a block of the page was asked for, as malloc counts it
+	 * (the secure build's malloc adds the canary's tail) */
+	size_t given = size;
+#if TL_SECURE
+	size = tl_canary_ask(size, tl_canary_tail());
+#endif
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (page->kind == TL_PAGE_HUGE) {
 		size_t usable = tl_huge_usable(seg, page);
 		if (p == page->start && (cls != 0 || size > usable))
-			size_mismatch(call, p, size, usable);
+			size_mismatch(call, p, given, usable);
 		return;
 	}
 	if (!tl_block_in_page(page, p))
 		return;
+#if TL_SECURE
+	if (tl_canary_tail() != 0 && tl_canary_page(page)) {
+		size_t n = tl_canary_check(call, page, p);
+		if (given > n)
+			size_mismatch(call, p, given, n);
+	}
+#endif
 	size_t asked = alignment > TL_MIN_ALIGN && cls != 0
 			       ? tl_class_size[cls] : size;
 	if (cls == 0 || !tl_page_holds_size(page, asked))
-		size_mismatch(call, p, size, page->block_size);
+		size_mismatch(call, p, given, page->block_size);
 }
 
 void tl_free_sized_slow(const char *call, void *p, size_t size,
@@ -193,26 +230,55 @@ void tl_free_sized_slow(const char *call, void *p, size_t size,
 	tl_free_local(p);
 }
 
-/* The secure build fills a freed block (its first two words are the
- * link and the mark). */
-static void fill_freed(const tl_page *page, tl_block *block)
+/* The mark a freed block gets: the secure build fills the block (its
+ * first two words are the link and the mark), or marks it unfilled. */
+static uintptr_t fill_freed(const tl_page *page, tl_block *block,
+			    uintptr_t mark)
 {
 #if TL_SECURE
 	size_t bs = page->block_size;
+	if (bs <= TL_SECURE_FILL_MAX && tl_canary_tail() != 0)
+		tl_canary_check("free", page, block);
 	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill))
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
+	else
+		mark ^= TL_SECURE_UNFILLED;
 #else
 	(void)page;
 	(void)block;
 #endif
+	return mark;
 }
 
 void tl_free_owned(tl_page *page, void *p)
 {
 	tl_block *block = p;
 	check_block("free", page, block, true);
-	fill_freed(page, block);
-	tl_page_push_local(page, block, tl_free_mark(page, block));
+	uintptr_t mark = fill_freed(page, block, tl_free_mark(page, block));
+#if TL_SECURE
+	if (tl_quarantine_hold(block, mark))
+		return;
+#endif
+	tl_page_push_local(page, block, mark);
+}
+
+/* Push a checked block on the thread_free of a page the caller does not
+ * own, with one CAS. */
+static void push_remote(tl_page *page, tl_block *block, uintptr_t mark)
+{
+#if TL_CHECKS
+	block->mark = mark;
+#else
+	(void)mark;
+#endif
+	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
+	uintptr_t next;
+	do {
+		block->next = tl_link_encode(page, block, tl_remote_list(head));
+		/* one more in the count (exact below 2^16: tl_page_collect) */
+		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
+		       (uintptr_t)block;
+	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 }
 
 /* A block of another heap's page (or an abandoned one): checked, then
@@ -227,19 +293,32 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 				 __atomic_load_n(&page->slice_limit,
 						 __ATOMIC_RELAXED)))
 		check_block("free", page, block, false);
-	fill_freed(page, block);
-#if TL_CHECKS
-	block->mark = mark;
+	mark = fill_freed(page, block, mark);
+#if TL_SECURE
+	if (tl_quarantine_hold(block, mark))
+		return;
 #endif
-	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
-	uintptr_t next;
-	do {
-		block->next = tl_link_encode(page, block, tl_remote_list(head));
-		/* one more in the count (exact below 2^16: tl_page_collect) */
-		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
-		       (uintptr_t)block;
-	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+	push_remote(page, block, mark);
 }
+
+#if TL_SECURE
+void tl_free_released(tl_heap *heap, tl_block *block)
+{
+	tl_page *page = tl_page_of(tl_segment_of(block), block);
+	uintptr_t mark = block->mark ^ TL_SECURE_QUARANTINED;
+	if (tl_unlikely(((mark ^ tl_free_mark(page, block)) >
+			 TL_SECURE_UNFILLED) ||
+			!tl_quarantine_intact(block)))
+		tl_fatal("free", block,
+			 "quarantined block modified (write after free)");
+	/* a full page of the heap's own too goes by thread_free, which the
+	 * heap's sweep looks at (its free may be unfulling that page now) */
+	if (tl_uptr_load_relaxed(&page->owner) == heap->id)
+		tl_page_push_local(page, block, mark);
+	else
+		push_remote(page, block, mark);
+}
+#endif
 
 /* The generic path, inlined in both its callers: a free that missed the
  * fast path is most often another thread's block (free_remote), reached

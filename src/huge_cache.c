@@ -58,6 +58,11 @@ static uint32_t oldest_locked(void)
 
 bool tl_pool_cache_huge(tl_segment *seg)
 {
+#if TL_SECURE
+	/* a freed huge block unmapped: a use after free of it faults */
+	if (tl_option(TL_OPT_secure_huge_unmap))
+		return false;
+#endif
 	tl_page *page = &seg->slices[0];
 	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
 	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)

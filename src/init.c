@@ -8,8 +8,8 @@
  * constructor.  A call that re-enters malloc while it runs (or that comes
  * from another thread meanwhile) goes on without waiting.
  *
- * Thread exit: the key's destructor hands the heap back (tl_heap_destroy)
- * and the thread sees tl_heap_exiting: a malloc from a later destructor
+ * Thread exit: the key's destructor parks the heap (tl_heap_park) or hands
+ * it back (tl_heap_destroy), and the thread sees tl_heap_exiting: a malloc from a later destructor
  * (of another key, in this or a later round) takes a block from the shared
  * heap, whose blocks anyone may free, instead of making a heap that no
  * destructor would hand back.
@@ -46,6 +46,10 @@ static void thread_exit(void *arg)
 {
 	tl_heap *heap = arg;
 	tl_heap_set_local(&tl_heap_exiting);
+#if TL_SECURE
+	/* its blocks freed for real while the heap still owns its pages */
+	tl_quarantine_flush(heap);
+#endif
 	if (tl_heap_park(heap)) {
 		tl_pool_park_heap(heap);
 	} else {

@@ -128,7 +128,7 @@ static void carve(tl_page *page, uint8_t *first, uint32_t n)
 	for (uint32_t i = n; i-- > 0;) {
 		tl_block *b = (tl_block *)(first + order[i] * bs);
 		b->next = tl_link_encode(page, b, next);
-		b->mark = tl_free_mark(page, b);
+		b->mark = tl_free_mark(page, b) ^ TL_SECURE_UNFILLED;
 		next = b;
 	}
 	page->free = next;
@@ -253,6 +253,9 @@ void tl_page_purge_free(tl_page *page)
 		if (hi > lo) {
 			tl_os_purge((void *)lo, hi - lo);
 			purged += hi - lo;
+#if TL_SECURE
+			b->mark = tl_free_mark(page, b) ^ TL_SECURE_UNFILLED;
+#endif
 		}
 	}
 	__atomic_store_n(&page->purged, (uint32_t)purged, __ATOMIC_RELAXED);
@@ -299,7 +302,7 @@ static const char *check_list(const tl_page *page, const tl_block *b,
 		seen[i] = list;
 		(*count)++;
 #if TL_CHECKS
-		if (b->mark != tl_free_mark(page, b))
+		if (!tl_block_marked(page, b))
 			return "a free block lacks its free mark";
 #endif
 	}

@@ -111,6 +111,13 @@ static inline tl_block *tl_page_pop(tl_page *page)
 	return block;
 }
 
+#if TL_SECURE
+/* The secure build's tl_heap_malloc and tl_malloc_local (below) add the
+ * canary's tail around these, their inner versions (canary.c). */
+#define tl_heap_malloc tl_heap_malloc_inner
+#define tl_malloc_local tl_malloc_local_inner
+#endif
+
 static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 {
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
@@ -166,6 +173,28 @@ static inline void *tl_malloc_local(size_t size)
 	}
 	return tl_malloc_slow(size);
 }
+
+#if TL_SECURE
+#undef tl_heap_malloc
+#undef tl_malloc_local
+static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
+{
+	size_t tail = tl_canary_tail();
+	if (tail == 0)
+		return tl_heap_malloc_inner(heap, size);
+	return tl_canary_set(tl_heap_malloc_inner(heap, tl_canary_ask(size, tail)),
+			     size, tail);
+}
+
+static inline void *tl_malloc_local(size_t size)
+{
+	size_t tail = tl_canary_tail();
+	if (tail == 0)
+		return tl_malloc_local_inner(size);
+	return tl_canary_set(tl_malloc_local_inner(tl_canary_ask(size, tail)),
+			     size, tail);
+}
+#endif
 
 /*
  * Whether a block freed into a page passes the fast path's checks: it
@@ -416,7 +445,10 @@ static inline void tl_free_local(void *p)
 #ifndef TL_FREE_SIZED_WRITTEN_OUT
 static inline void tl_free_sized_local(const char *call, void *p, size_t size)
 {
-#if TL_CHECKS
+#if TL_SECURE
+	/* the full check: it knows the size a block was asked for (canary.c) */
+	tl_free_sized_slow(call, p, size, 0);
+#elif TL_CHECKS
 	tl_segment *seg = tl_segment_of(p);
 	if (tl_likely((intptr_t)seg >= 0)) {
 		tl_page *page = tl_slice_of(seg, p);

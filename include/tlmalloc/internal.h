@@ -621,8 +621,75 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
 
+/*
+ * The mark of a free block that holds no fill to check (fresh blocks,
+ * blocks freed with secure_fill 0, purged ones) is tl_free_mark ^
+ * TL_SECURE_UNFILLED; malloc checks the fill of the others
+ * (tl_secure_check_fill, option secure_fill_check).
+ */
+#define TL_SECURE_UNFILLED ((uintptr_t)1)
+/* A block held in a quarantine (quarantine.c) carries its free mark ^
+ * TL_SECURE_QUARANTINED: a free of it is a double free. */
+#define TL_SECURE_QUARANTINED ((uintptr_t)2)
+
+/* Hold a block that free checked, filled and gave `mark` in the calling
+ * thread's quarantine; false if it has none (then free goes on).  The
+ * block pushed out, if any, is freed for real (tl_free_released). */
+bool tl_quarantine_hold(tl_block *block, uintptr_t mark);
+/* Whether a quarantined block's link is as the quarantine left it. */
+bool tl_quarantine_intact(const tl_block *block);
+/* Free every block of heap's quarantine for real (thread exit). */
+void tl_quarantine_flush(tl_heap *heap);
+/* Free for real a block that leaves a quarantine of heap; checks that its
+ * mark and link were left alone while it waited. */
+void tl_free_released(tl_heap *heap, tl_block *block);
+
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);
+void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+	TL_NOINLINE;
+
+/*
+ * Canaries (canary.c, option secure_canary): with them on, a malloc of n
+ * bytes up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more, and
+ * a block of a small or medium page up to TL_SECURE_FILL_MAX carries, right after its
+ * n bytes, a canary of TL_CANARY_BYTES keyed by its page's secret and its
+ * address, and n in its last two bytes.  free, realloc and
+ * malloc_usable_size check the canary; malloc_usable_size says n.
+ */
+#define TL_CANARY_BYTES 6
+#define TL_CANARY_TAIL ((size_t)8)	/* the canary, and n in 2 bytes */
+/* TL_CANARY_TAIL, or 0 with canaries off (decided once, at the first
+ * malloc: -1 until then). */
+extern int tl_canary_state;
+size_t tl_canary_start(void) TL_NOINLINE;
+/* Writes p's canary and size for a request of n bytes when tail is not 0
+ * and p's page carries canaries; returns p. */
+void *tl_canary_set(void *p, size_t n, size_t tail) TL_NOINLINE;
+/* The size a block of a page with canaries was asked for, after checking
+ * its canary (aborts naming call when it was overwritten). */
+size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
+	TL_NOINLINE;
+
+/* What malloc asks for a request of size bytes: the tail added up to
+ * TL_SECURE_FILL_MAX (the blocks past it carry no canary). */
+static inline size_t tl_canary_ask(size_t size, size_t tail)
+{
+	return size <= TL_SECURE_FILL_MAX ? size + tail : size;
+}
+
+static inline size_t tl_canary_tail(void)
+{
+	int s = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
+	return tl_likely(s >= 0) ? (size_t)s : tl_canary_start();
+}
+
+/* Whether blocks of page carry canaries (with them on). */
+static inline bool tl_canary_page(const tl_page *page)
+{
+	return page->kind != TL_PAGE_HUGE &&
+	       page->block_size <= TL_SECURE_FILL_MAX;
+}
 __attribute__((noreturn)) void tl_secure_corrupt(const void *block)
 	TL_NOINLINE;
 __attribute__((noreturn)) void tl_secure_modified(const void *block)
@@ -654,6 +721,16 @@ static inline uintptr_t tl_free_mark(const tl_page *page, const void *block)
 	return (uintptr_t)tl_segment_of(block);
 }
 
+/* Whether a block carries its free mark (in the secure build, either). */
+static inline bool tl_block_marked(const tl_page *page, const tl_block *block)
+{
+#if TL_SECURE
+	return (block->mark ^ tl_free_mark(page, block)) <= TL_SECURE_UNFILLED;
+#else
+	return block->mark == tl_free_mark(page, block);
+#endif
+}
+
 static inline tl_block *tl_link_encode(const tl_page *page, const void *at,
 				       const tl_block *next)
 {
@@ -677,7 +754,8 @@ static inline tl_block *tl_link_decode(const tl_page *page, const void *at,
 }
 
 /* A block leaves the free lists for malloc: counted, and its mark is
- * cleared (the secure build first checks that it is intact). */
+ * cleared (the secure build first checks that it is intact, and the fill
+ * of a block marked filled). */
 static inline void tl_block_taken(tl_page *page, tl_block *block)
 {
 #if TL_COUNTS && defined(__SANITIZE_THREAD__)
@@ -687,8 +765,15 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #elif TL_COUNTS
 	page->allocs++;	/* the owner's; read relaxed by the statistics */
 #endif
-	if (TL_SECURE && tl_unlikely(block->mark != tl_free_mark(page, block)))
+#if TL_SECURE	/* its fill check and the unfilled mark are the secure build's */
+	uintptr_t d = block->mark ^ tl_free_mark(page, block);
+	if (tl_likely(d == 0))
+		tl_secure_check_fill(page, block);
+	else if (tl_unlikely(d != TL_SECURE_UNFILLED))
 		tl_secure_modified(block);
+#elif !TL_COUNTS
+	(void)page;
+#endif
 	if (TL_CHECKS)
 		block->mark = 0;
 }

@@ -67,6 +67,32 @@
 	  "warns.  The checks of the pointer freed have no option: part of " \
 	  "the fast paths, they are in the default and secure builds and "   \
 	  "not in libtlmalloc-fast.")                                       \
+	X(secure_fill_check, TL_SECURE, 0, TL_SECURE,                        \
+	  "The secure variant's check of the fill when a block is reused: "  \
+	  "1 (its default) checks that a block filled at its free "          \
+	  "(secure_fill) still holds its fill when malloc hands it out "     \
+	  "again, and reports a write after free on stderr, then abort; 0 "  \
+	  "does not (faster).  Blocks up to 64 KiB, as the fill.  Other "    \
+	  "builds take 0 alone.")                                            \
+	X(secure_canary, TL_SECURE, 0, TL_SECURE,                            \
+	  "The secure variant's canaries: 1 (its default) puts 6 secret "    \
+	  "bytes right after the requested size of every block up to 64 "    \
+	  "KiB (8 bytes more asked of each malloc) and checks them at free, "\
+	  "realloc and malloc_usable_size: an overflow of the block is "     \
+	  "reported on stderr, then abort; 0: none.  Read at the first "     \
+	  "malloc only.  Other builds take 0 alone.")                        \
+	X(secure_quarantine, 64 * TL_SECURE, 0, 256 * TL_SECURE,              \
+	  "The secure variant's quarantine: each thread holds its last N "   \
+	  "freed blocks (up to 64 KiB each) before they can be reused, so "  \
+	  "a write after free or a double free in that time is caught; 0: " \
+	  "freed blocks are reused at once.  Lowered at run time, the "      \
+	  "blocks past the new N wait for the thread's exit.  Other builds "\
+	  "take 0 alone.")                                                   \
+	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
+	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
+	  "default) unmaps one at its free, so that a read or write after "  \
+	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
+	  "for reuse (faster).  Other builds take 0 alone.")                 \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

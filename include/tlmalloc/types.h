@@ -71,6 +71,10 @@
 #if TL_SECURE && !TL_CHECKS
 #error "the secure build checks every free: TL_CHECKS=0 is not for it"
 #endif
+#if TL_SECURE
+/* The most blocks a thread's quarantine holds (option secure_quarantine). */
+#define TL_QUARANTINE_MAX 256
+#endif
 
 #define TL_SEGMENT_SHIFT 22
 #define TL_SEGMENT_SIZE ((size_t)1 << TL_SEGMENT_SHIFT)	/* 4 MiB */
@@ -288,6 +292,11 @@ struct tl_heap {
 	/* While the heap samples for the heap profiler, its state (profile.c:
 	 * the direct table points at its proxies); NULL otherwise. */
 	struct tl_profile_heap *prof;
+#if TL_SECURE
+	/* The quarantine's ring of freed blocks (quarantine.c). */
+	struct tl_block *quarantine[TL_QUARANTINE_MAX];
+	uint32_t quarantine_at;
+#endif
 } __attribute__((aligned(64)));
 
 #endif /* TLMALLOC_TYPES_H */

@@ -97,8 +97,8 @@ static inline int run_tests(const struct test_case *t, size_t n, int argc,
 	for (i = 0; i < n; i++) {
 		if (argc > 1 && strcmp(argv[1], t[i].name) != 0)
 			continue;
-		if (child && t[i].child == NULL)
-			continue;
+		if (child ? t[i].child == NULL : t[i].run == NULL)
+			continue;	/* a row that is only another's child */
 		found = 1;
 		test_current = &t[i];
 		if (child)

@@ -100,14 +100,15 @@ static inline void child_drop_emulator_line(char *err)
 /*
  * The child dies by abort after exactly one line on stderr:
  * "tlmalloc: CALL(0x...): ... MESSAGE ...".  A minute at most: a hang
- * fails the test instead of stalling it.
+ * fails the test instead of stalling it.  env (NAME=value, or NULL) is
+ * added to the child's environment.
  */
-static inline void child_expect_abort(const char *name, const char *call,
-			       const char *message)
+static inline void child_expect_abort_env(const char *name, const char *env,
+					  const char *call, const char *message)
 {
 	char out[512], err[1024], head[64];
 	alarm(60);
-	int st = child_run(name, NULL, out, sizeof(out), err, sizeof(err));
+	int st = child_run(name, env, out, sizeof(out), err, sizeof(err));
 	alarm(0);
 	child_drop_emulator_line(err);
 	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
@@ -117,6 +118,12 @@ static inline void child_expect_abort(const char *name, const char *call,
 	CHECKF(strstr(err, message) != NULL, "stderr: %s", err);
 	char *nl = strchr(err, '\n');
 	CHECKF(nl != NULL && nl[1] == '\0', "not one line: %s", err);
+}
+
+static inline void child_expect_abort(const char *name, const char *call,
+				      const char *message)
+{
+	child_expect_abort_env(name, NULL, call, message);
 }
 
 /* A death case's test: its child, as its row says. */

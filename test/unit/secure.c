@@ -12,9 +12,41 @@
  *                                on the next (free) block's link; the mallocs
  *                                that follow must not hand out the forged
  *                                pointer
- *   use_after_free_link_missed   a write into a freed block's link
+ *   use_after_free_link_missed   a write into a freed block's link (found
+ *                                when it leaves the quarantine; without
+ *                                the quarantine, when malloc pops it)
  *   interior_free_missed         free of a pointer into the middle of a block
+ *   write_after_free_missed      a byte written into a freed block past its
+ *                                first two words (malloc(0x...): free block
+ *                                modified (write after free)), for blocks of
+ *                                48 bytes and of 64 KiB (the fill's limit)
+ *   canary_overflow_missed       one byte written past a 24-byte block (a
+ *                                32-byte class: in the slack), then free;
+ *                                also 8 bytes past a 100-byte block, one
+ *                                past an 8-byte block, and realloc after
+ *                                an overflow (CALL(0x...): canary
+ *                                overwritten (buffer overflow))
+ *   double_free_after_reuse_missed  free(p), mallocs of its size, free(p):
+ *                                the quarantine still holds p (without it,
+ *                                checked too, p was handed out again and
+ *                                the second free goes through)
+ *   sized_free_larger_missed     free_sized with one byte more than malloc
+ *                                was asked for, in the same class
  * and, living cases:
+ *   quarantine_reuses_early      a freed block is not handed out again in
+ *                                the next 63 mallocs and frees of its size
+ *                                (secure_quarantine 64); with 0, at once
+ *   canary_usable_size_wrong     malloc_usable_size says the requested size
+ *                                (up to 64 KiB - 8); every one of those
+ *                                bytes may be written; realloc in place
+ *                                moves the canary; aligned blocks keep it
+ *   canary_option_ignored        with TLMALLOC_SECURE_CANARY=0 the overflow
+ *                                goes unreported (and usable sizes are the
+ *                                blocks'); tl_option_set changes nothing
+ *                                after the first malloc
+ *   fill_check_option_ignored    with secure_fill_check 0 the same write
+ *                                goes unreported; fresh blocks and blocks
+ *                                freed with secure_fill 0 are not checked
  *   fill_missing                 a freed block (up to 64 KiB) is filled
  *                                with 0xdf beyond its first two words
  *   fill_option_ignored          with secure_fill 0 (TLMALLOC_SECURE_FILL
@@ -26,6 +58,9 @@
  *                                first page are mapped and fault
  *   huge_guard_lost_on_realloc   after a huge block grows, the byte after
  *                                it still faults, contents kept
+ *   huge_use_after_free_unseen   a freed block of 256 KiB is unmapped
+ *                                (reads fault); with secure_huge_unmap 0,
+ *                                cached (they do not)
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
@@ -123,12 +158,24 @@ static void overrun_into_link_child(void)
 	printf("not detected\n");
 }
 
+/* Enough frees of another size to push every block out of the calling
+ * thread's quarantine (secure_quarantine, at most 256). */
+static void push_out_quarantine(void)
+{
+	static void *q[300];
+	for (int i = 0; i < 300; i++)
+		CHECK((q[i] = malloc(16)) != NULL);
+	for (int i = 0; i < 300; i++)
+		free(q[i]);
+}
+
 static void use_after_free_link_child(void)
 {
 	char *p = malloc(SIZE);
 	CHECK(p != NULL);
 	free(p);
 	memset(p, 0x41, sizeof(void *));	/* the freed block's link */
+	push_out_quarantine();
 	for (int i = 0; i < MANY; i++)
 		CHECK(malloc(SIZE) != NULL);
 	printf("not detected\n");
@@ -140,6 +187,250 @@ static void interior_free_child(void)
 	CHECK(p != NULL);
 	free(p + 16);
 	printf("not detected\n");
+}
+
+/* A byte written into a freed block of n bytes, past its link and mark,
+ * then mallocs of n until the block is handed out again. */
+static void write_after_free(size_t n)
+{
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	void *keep = malloc(n);	/* the page stays formatted */
+	free(p);
+	p[n - 1] = 0;
+	push_out_quarantine();
+	for (int i = 0; i < MANY; i++)
+		CHECK(malloc(n) != NULL);
+	free(keep);
+}
+
+static void write_after_free_child(void)
+{
+	write_after_free(48);
+	printf("not detected\n");
+}
+
+static void write_after_free_large_child(void)
+{
+	write_after_free(65536 - 8);	/* a 64 KiB block, with the tail */
+	printf("not detected\n");
+}
+
+static void overflow_child(void)
+{
+	char *volatile p = malloc(24);
+	CHECK(p != NULL);
+	p[24] = 'x';
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_8_child(void)
+{
+	char *volatile p = malloc(100);
+	CHECK(p != NULL);
+	memset(p + 100, 0, 8);
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_full_child(void)
+{
+	char *volatile p = malloc(8);
+	CHECK(p != NULL);
+	p[8] = 0;
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_realloc_child(void)
+{
+	char *volatile p = malloc(40);
+	CHECK(p != NULL);
+	p[40] = 0;
+	p = realloc(p, 41);
+	printf("not detected\n");
+}
+
+static void sized_free_larger_child(void)
+{
+	char *p = malloc(20);
+	CHECK(p != NULL);
+	tl_free_sized(p, 21);
+	printf("not detected\n");
+}
+
+static void overrun_into_link_missed(void)
+{
+	/* canaries off: the test finds blocks by malloc_usable_size */
+	child_expect_abort_env("overrun_into_link_missed",
+			       "TLMALLOC_SECURE_CANARY=0", "malloc",
+			       "free list corrupted");
+}
+
+static void use_after_free_link_missed(void)
+{
+	/* in the quarantine, the link is checked when the block leaves it */
+	child_expect_abort("use_after_free_link_missed", "free",
+			   "quarantined block modified (write after free)");
+	child_expect_abort_env("use_after_free_link_missed",
+			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
+			       "free list corrupted");
+}
+
+static void write_after_free_missed(void)
+{
+	child_expect_abort("write_after_free_missed", "malloc",
+			   "free block modified (write after free)");
+	child_expect_abort("write_after_free_large_missed", "malloc",
+			   "free block modified (write after free)");
+	child_expect_abort_env("write_after_free_missed",
+			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
+			       "free block modified (write after free)");
+}
+
+/* Whether malloc(SIZE) hands out p within `tries` calls (no frees). */
+static int comes_back(const char *p, int tries)
+{
+	for (int i = 0; i < tries; i++)
+		if (malloc(SIZE) == p)
+			return 1;
+	return 0;
+}
+
+static void double_free_after_reuse_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	free(p);
+	comes_back(p, 2000);	/* without a quarantine, it does */
+	free(p);
+	printf("not detected\n");
+}
+
+static void double_free_after_reuse_missed(void)
+{
+	child_expect_abort("double_free_after_reuse_missed", "free",
+			   "double free");
+	/* and without the quarantine it goes through: the test's premise */
+	char out[256], err[256];
+	int st = child_run("double_free_after_reuse_missed",
+			   "TLMALLOC_SECURE_QUARANTINE=0", out, sizeof(out),
+			   err, sizeof(err));
+	CHECKF(WIFEXITED(st) && strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+}
+
+/* A freed block is not handed out again before N more frees of the
+ * thread (secure_quarantine N); with 0, at once. */
+static void quarantine_reuses_early(void)
+{
+	long n = -1;
+	CHECK(tl_option_get("secure_quarantine", &n) == 0 && n == 64);
+	static void *x[64];
+	for (int i = 0; i < 64; i++)
+		CHECK((x[i] = malloc(SIZE)) != NULL);
+	char *p = malloc(SIZE);
+	free(p);
+	for (int i = 0; i < 63; i++)
+		free(x[i]);
+	CHECKF(!comes_back(p, 2000), "reused after 63 more frees");
+	free(x[63]);	/* the 64th pushes p out */
+	CHECKF(comes_back(p, 2000), "not reused after 64 more frees");
+	CHECK(tl_option_set("secure_quarantine", 0) == 0);
+	p = malloc(SIZE);
+	free(p);
+	CHECKF(comes_back(p, 2000), "not reused with secure_quarantine 0");
+	CHECK(tl_option_set("secure_quarantine", 64) == 0);
+	CHECK(tl_option_set("secure_quarantine", 257) == EINVAL);
+}
+
+static void canary_overflow_missed(void)
+{
+	static const char *const names[] = { "overflow_1", "overflow_8",
+					     "overflow_full" };
+	for (size_t i = 0; i < 3; i++)
+		child_expect_abort(names[i], "free",
+				   "canary overwritten (buffer overflow)");
+	child_expect_abort("overflow_realloc", "realloc",
+			   "canary overwritten (buffer overflow)");
+}
+
+static void canary_usable_size_wrong(void)
+{
+	static const size_t sizes[] = { 0, 1, 8, 24, 100, 1000, 4096,
+					65536 - 8 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *p = malloc(n);
+		CHECK(p != NULL);
+		CHECKF(malloc_usable_size(p) == n, "%zu for %zu",
+		       malloc_usable_size(p), n);
+		memset(p, 'u', n);
+		free(p);
+	}
+	/* realloc in place: the canary moves with the size */
+	char *p = malloc(20);
+	char *q = realloc(p, 22);
+	CHECK(q != NULL && malloc_usable_size(q) == 22);
+	memset(q, 'v', 22);
+	q = realloc(q, 3);
+	CHECK(q != NULL && malloc_usable_size(q) == 3);
+	memset(q, 'v', 3);
+	free(q);
+	/* an aligned block: the class holds the tail */
+	void *a = NULL;
+	CHECK(posix_memalign(&a, 64, 64) == 0);
+	CHECK(((uintptr_t)a & 63) == 0 && malloc_usable_size(a) >= 64);
+	memset(a, 'w', malloc_usable_size(a));
+	free(a);
+	/* above 64 KiB: no canary, the class's size */
+	p = malloc(65536 + 1);
+	CHECK(p != NULL && malloc_usable_size(p) > 65536 + 1);
+	free(p);
+}
+
+static void canary_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_canary", &v) == 0 && v == 1);
+	free(malloc(1));	/* the first malloc decides */
+	CHECK(tl_option_set("secure_canary", 0) == 0);	/* too late */
+	char *p = malloc(24);
+	CHECK(p != NULL && malloc_usable_size(p) == 24);
+	free(p);
+	CHECK(tl_option_set("secure_canary", 1) == 0);
+	char out[256], err[256];
+	int st = child_run("overflow_1", "TLMALLOC_SECURE_CANARY=0", out,
+			   sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+	st = child_run("usable_size_of_24", "TLMALLOC_SECURE_CANARY=0", out,
+		       sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strtoul(out, NULL, 10) > 24, "status %d, stdout: %s", st, out);
+}
+
+static void usable_size_of_24_child(void)
+{
+	printf("%zu\n", malloc_usable_size(malloc(24)));
+}
+
+static void fill_check_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_fill_check", &v) == 0 && v == 1);
+	CHECK(tl_option_set("secure_fill_check", 0) == 0);
+	write_after_free(48);
+	CHECK(tl_option_set("secure_fill_check", 1) == 0);
+	/* fresh blocks hold no fill; nor do blocks freed unfilled */
+	for (int i = 0; i < MANY; i++)
+		CHECK(malloc(48) != NULL);
+	CHECK(tl_option_set("secure_fill", 0) == 0);
+	write_after_free(48);
+	CHECK(tl_option_set("secure_fill", 1) == 0);
+	CHECK(tl_option_set("secure_fill_check", 2) == EINVAL);
 }
 
 /* Free a block of n bytes of 0x11 (its page kept from emptying, so its
@@ -161,7 +452,8 @@ static size_t bytes_after_free(size_t n, unsigned char byte)
 
 static void fill_missing(void)
 {
-	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 };
+	/* the largest: 64 KiB blocks, with the canary's tail */
+	static const size_t sizes[] = { 16, 48, 1000, 8192, 65536 - 8 };
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		size_t n = sizes[k], filled = bytes_after_free(n, 0xdf);
 		CHECKF(filled == n - 2 * sizeof(void *), "%zu of %zu bytes "
@@ -284,6 +576,26 @@ static void huge_guard_lost_on_realloc(void)
 	free(p);
 }
 
+/* A freed huge block is unmapped: reading it faults; with
+ * secure_huge_unmap 0 it is cached and reads do not. */
+static void huge_use_after_free_unseen(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_huge_unmap", &v) == 0 && v == 1);
+	char *p = malloc(256 << 10);
+	CHECK(p != NULL);
+	memset(p, 'h', 256 << 10);
+	free(p);
+	CHECKF(faults(p) && faults(p + (128 << 10)),
+	       "a freed huge block still mapped");
+	CHECK(tl_option_set("secure_huge_unmap", 0) == 0);
+	p = malloc(256 << 10);
+	CHECK(p != NULL);
+	free(p);
+	CHECKF(!faults(p), "a cached huge block unmapped");
+	CHECK(tl_option_set("secure_huge_unmap", 1) == 0);
+}
+
 static void not_secure_library(void)
 {
 	void *fns[] = { (void *)(uintptr_t)&malloc, (void *)(uintptr_t)&free };
@@ -304,17 +616,34 @@ static const struct test_case cases[] = {
 		   "free", "double free"),
 	TEST_DEATH(remote_double_free_missed, remote_double_free_child,
 		   "free", "double free"),
-	TEST_DEATH(overrun_into_link_missed, overrun_into_link_child,
-		   "malloc", "free list corrupted"),
-	TEST_DEATH(use_after_free_link_missed, use_after_free_link_child,
-		   "malloc", "free list corrupted"),
+	TEST_CHILD(overrun_into_link_missed, overrun_into_link_child),
+	TEST_CHILD(use_after_free_link_missed, use_after_free_link_child),
 	TEST_DEATH(interior_free_missed, interior_free_child,
 		   "free", "not the start of a block"),
+	TEST_CHILD(write_after_free_missed, write_after_free_child),
+	TEST_CASE(fill_check_option_ignored),
+	TEST_CHILD(double_free_after_reuse_missed,
+		   double_free_after_reuse_child),
+	TEST_CASE(quarantine_reuses_early),
+	TEST_CASE(canary_overflow_missed),
+	TEST_DEATH(sized_free_larger_missed, sized_free_larger_child,
+		   "free_sized", "size 21 does not match the block (20 bytes)"),
+	TEST_CASE(canary_usable_size_wrong),
+	TEST_CASE(canary_option_ignored),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
 	TEST_CASE(order_not_shuffled),
 	TEST_CASE(guard_page_missing),
 	TEST_CASE(huge_guard_lost_on_realloc),
+	TEST_CASE(huge_use_after_free_unseen),
+	/* children that other cases run (no ctest case of their own) */
+	{ "write_after_free_large_missed", NULL, write_after_free_large_child,
+	  NULL, NULL },
+	{ "overflow_1", NULL, overflow_child, NULL, NULL },
+	{ "overflow_8", NULL, overflow_8_child, NULL, NULL },
+	{ "overflow_full", NULL, overflow_full_child, NULL, NULL },
+	{ "overflow_realloc", NULL, overflow_realloc_child, NULL, NULL },
+	{ "usable_size_of_24", NULL, usable_size_of_24_child, NULL, NULL },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,66 @@
+/*
+ * quarantine.c - the secure variant's quarantine of freed blocks
+ * (docs/secure.md, "Quarantine").
+ *
+ * Free checks a block, fills it and, with the option secure_quarantine at
+ * N > 0, puts it in its thread's ring of N blocks instead of on its page's
+ * lists; the block it pushes out is freed for real (free.c,
+ * tl_free_released).  So a freed block is not handed out again before N
+ * more frees of the thread: a write through a dangling pointer in that
+ * time is found when the block is reused (the fill's check, or the mark's
+ * and link's when it leaves the ring), and a second free in that time is
+ * a double free (the block carries the quarantine's mark), where without
+ * the quarantine it might already free the block's next owner.
+ *
+ * Only blocks of small and medium pages that free fills or marks (free.c,
+ * tl_free_owned and free_remote), only in thread heaps.  Quarantined
+ * blocks count as live in the statistics and keep their pages; a thread's
+ * exit frees them (thread_exit, init.c, before its heap is parked).
+ */
+#include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
+
+#if TL_SECURE
+/* The link a quarantined block holds while it waits. */
+static tl_block *waiting_link(uintptr_t mark)
+{
+	return (tl_block *)~mark;
+}
+
+bool tl_quarantine_hold(tl_block *block, uintptr_t mark)
+{
+	uint32_t n = (uint32_t)tl_option(TL_OPT_secure_quarantine);
+	if (n == 0)
+		return false;
+	tl_heap *heap = tl_heap_local;
+	if (!tl_heap_is_thread_heap(heap))
+		return false;
+	block->mark = mark ^ TL_SECURE_QUARANTINED;
+	block->next = waiting_link(block->mark);
+	uint32_t at = heap->quarantine_at;
+	if (at >= n)	/* the option was lowered */
+		at = 0;
+	tl_block *out = heap->quarantine[at];
+	heap->quarantine[at] = block;
+	heap->quarantine_at = at + 1;
+	if (out != NULL)
+		tl_free_released(heap, out);
+	return true;
+}
+
+bool tl_quarantine_intact(const tl_block *block)
+{
+	return block->next == waiting_link(block->mark);
+}
+
+void tl_quarantine_flush(tl_heap *heap)
+{
+	for (uint32_t i = 0; i < TL_QUARANTINE_MAX; i++) {
+		tl_block *out = heap->quarantine[i];
+		heap->quarantine[i] = NULL;
+		if (out != NULL)
+			tl_free_released(heap, out);
+	}
+	heap->quarantine_at = 0;
+}
+#endif
