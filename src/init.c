@@ -9,10 +9,10 @@
  * from another thread meanwhile) goes on without waiting.
  *
  * Thread exit: the key's destructor parks the heap (tl_heap_park) or hands
- * it back (tl_heap_destroy), and the thread sees tl_heap_exiting: a malloc from a later destructor
- * (of another key, in this or a later round) takes a block from the shared
- * heap, whose blocks anyone may free, instead of making a heap that no
- * destructor would hand back.
+ * it back (tl_heap_destroy), and the thread sees tl_heap_exiting: a malloc
+ * from a later destructor (of another key, in this or a later round) takes
+ * a block from the shared heap, whose blocks anyone may free, instead of
+ * making a heap that no destructor would hand back.
  *
  * fork: the prepare handler takes the lock baseline's lock and the pool
  * lock, so no other thread holds them at the fork; the child resets them.
