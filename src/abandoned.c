@@ -22,6 +22,15 @@
 #include "tlmalloc/os.h"
 #include "tlmalloc/pool.h"
 
+/* Count an abandoned page left uncounted (pool lock: nobody owns it). */
+static void count_uncounted_locked(tl_page *page)
+{
+	if (!page->uncounted)
+		return;
+	tl_page_count_avail(page);
+	page->uncounted = 0;
+}
+
 /* An abandoned page of class cls, now heap's: under the lock, an owner
  * ABANDONED means "on the list". */
 tl_page *tl_pool_adopt_locked(tl_heap *heap, unsigned cls)
@@ -44,6 +53,8 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
 {
 	tl_lock_acquire(&tl_pool.lock);
 	tl_page *page = tl_pool_adopt_locked(heap, cls);
+	if (page != NULL)
+		count_uncounted_locked(page);	/* it may not be a head */
 	tl_lock_release(&tl_pool.lock);
 	if (page != NULL)
 		tl_page_collect(page);
@@ -134,22 +145,54 @@ static void release_list(tl_page_list *l, tl_page_list *live)
 
 /*
  * Every page of a heap that no thread will use again (tl_heap_destroy's,
- * or a parked heap's whose time ran out, purge.c) is counted: empty ones
- * go to the pool, the others are abandoned; its cached empty pages go to
- * the pool.  The heap struct is left empty.
+ * or a parked heap's whose time ran out, purge.c): its small pages of the
+ * queues are abandoned as they are, uncounted (tl_page.uncounted); the
+ * others are counted: empty ones go to the pool, the rest are abandoned.
+ * Its cached empty pages go to the pool.  The heap struct is left empty.
+ *
+ * Why not count the small pages: a thread's free lists are cache misses,
+ * one a block, and a server whose threads are replaced after a thousand
+ * requests (larson) spent a third of its time counting them at exits.
+ * The heap that adopts such a page makes it its queue's head, which needs
+ * no count; only a page nobody adopts is counted, by a reclaim, in a
+ * purge.  Medium pages are still counted: the memory inside their free
+ * blocks is given back (tl_pool_abandon_pages), which needs the count, and
+ * their lists are short.
  */
 void tl_pool_release_heap(tl_heap *heap)
 {
 	tl_page_list live = { NULL, NULL };
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
-		tl_page *head = heap->queue[cls].first;
-		if (head != NULL)
-			tl_page_count_avail(head);
-		release_list(&heap->queue[cls], &live);
+		tl_page_list *q = &heap->queue[cls];
+		if (q->first == NULL)
+			continue;
+		if (tl_class_kind(cls) == TL_PAGE_SMALL) {
+			tl_page *page;
+			while ((page = q->first) != NULL) {
+				tl_list_remove(q, page);
+				page->uncounted = 1;
+				tl_list_push_back(&live, page);
+			}
+			continue;
+		}
+		tl_page_count_avail(q->first);
+		release_list(q, &live);
 	}
-	release_list(&heap->full, &live);
-	tl_pool_abandon_pages(&live);
+	/* full pages: avail is exact (0), only their thread frees wait */
 	tl_page *page;
+	while ((page = heap->full.first) != NULL) {
+		tl_list_remove(&heap->full, page);
+		if (page->kind == TL_PAGE_SMALL) {
+			tl_list_push_back(&live, page);
+			continue;
+		}
+		tl_page_collect(page);
+		if (tl_page_is_empty(page))
+			tl_pool_give_page(page);
+		else
+			tl_list_push_back(&live, page);
+	}
+	tl_pool_abandon_pages(&live);
 	while ((page = heap->empty.first) != NULL) {
 		tl_list_remove(&heap->empty, page);
 		tl_pool_give_page(page);
@@ -158,9 +201,21 @@ void tl_pool_release_heap(tl_heap *heap)
 	heap->pages_owned = 0;
 }
 
+void tl_pool_count_abandoned_locked(void)
+{
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
+		for (tl_page *page = tl_pool.abandoned[cls].first; page != NULL;
+		     page = page->next)
+			if (page->uncounted) {
+				count_uncounted_locked(page);
+				tl_page_collect(page);
+			}
+}
+
 /* An empty page nobody owns goes back to the free list, due now. */
 static void give_unowned_locked(tl_page *page, uint64_t now)
 {
+	tl_page_retire_counts(page);	/* its class's figures keep them */
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
 	page->dirty = 1;
 	page->purge_at_ms = now;
@@ -182,8 +237,10 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now)
 		for (page = tl_pool.abandoned[cls].first; page != NULL;
 		     page = next) {
 			next = page->next;
-			if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+			if (tl_uptr_load_relaxed(&page->thread_free) == 0 &&
+			    !page->uncounted)
 				continue;
+			count_uncounted_locked(page);
 			tl_page_collect(page);
 			if (!tl_page_is_empty(page))
 				continue;

@@ -520,11 +520,11 @@ static void heap_set_owners(tl_heap *heap, uintptr_t owner, uintptr_t full)
 }
 
 /*
- * Parked heaps (pool.c): a thread that exits leaves its heap whole for the
- * next thread to start.  Parking and taking it back cost a store a page:
- * no list is walked and no block counted, where destroying a heap counts
- * every page's frees (a thread of a server that is replaced after a
- * thousand requests spent more on that than on its requests).
+ * Parked heaps (pool.c; option park_heaps, off by default: each parked
+ * heap keeps a partly used page of every class it used, docs/design.md):
+ * a thread that exits leaves its heap whole for the next thread to start.
+ * Parking and taking it back cost a store a page and one pool lock, where
+ * its pages' adoption takes the lock a page.
  */
 bool tl_heap_park(tl_heap *heap)
 {

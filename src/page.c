@@ -61,6 +61,7 @@ void tl_page_format(tl_page *page, unsigned cls)
 #endif
 	tl_page_set_capacity(page, 0);
 	tl_page_set_avail(page, 0);
+	page->uncounted = 0;
 	page->free = NULL;
 	page->local_free = NULL;
 	tl_uptr_store_relaxed(&page->thread_free, 0);

@@ -113,10 +113,18 @@ tl_page *tl_pool_take_page(tl_heap *heap, unsigned cls)
 		tl_lock_acquire(&tl_pool.lock);
 		page = tl_pool_adopt_locked(heap, cls);
 		if (page != NULL) {
+			bool counted = !page->uncounted;
 			tl_assert_expensive(tl_pool_check_locked());
 			tl_lock_release(&tl_pool.lock);
-			tl_page_collect(page);
-			tl_assert_internal(tl_page_check(page, heap->id, true));
+			/* it becomes its queue's head, which needs no count:
+			 * an uncounted page's lists are taken as they run dry
+			 * (tl_page_collect_head) */
+			if (counted)
+				tl_page_collect(page);
+			else
+				page->uncounted = 0;
+			tl_assert_internal(tl_page_check(page, heap->id,
+							 counted));
 			return page;
 		}
 		page = take_free_locked(kind);

@@ -93,7 +93,7 @@ static const char *abandoned_broken(void)
 			if (p->in_pool || p->size_class != cls)
 				return "an abandoned list holds a free page, "
 				       "or one of another class";
-			tl_page_check(p, TL_OWNER_ABANDONED, true);
+			tl_page_check(p, TL_OWNER_ABANDONED, !p->uncounted);
 			dirty += p->dirty;
 			if (p->dirty && p->purge_at_ms < tl_pool.next_purge_ms)
 				return "an abandoned page's free blocks are due "

@@ -121,6 +121,7 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
 		out->classes[cls].allocs =
 			tl_u64_load_relaxed(&tl_class_allocs[cls]);
+	tl_pool_count_abandoned_locked();	/* exact counts to read */
 	stats_walk_locked(out);
 	tl_lock_release(&tl_pool.lock);
 }

@@ -24,12 +24,13 @@
 	X(purge_delay, 100, 0, 3600000,                                      \
 	  "Milliseconds a free page stays resident before it is given back " \
 	  "to the OS with madvise (0: at once).")                            \
-	X(park_heaps, 1, 0, 1,                                               \
+	X(park_heaps, 0, 0, 1,                                               \
 	  "1: an exiting thread's heap is kept whole (parked) for the next " \
 	  "thread to start, for up to purge_delay ms: a thread's start and " \
-	  "exit cost a store a page, not a walk of every page's free "       \
-	  "blocks, for a little more memory (docs/design.md, \"Parked "      \
-	  "heaps\").  0: its pages are handed back at its exit.")             \
+	  "exit cost a store a page and one lock, for more memory (each "    \
+	  "parked heap keeps a partly used page of every class it used; "    \
+	  "docs/design.md, \"Parked heaps\").  0: its pages are abandoned "  \
+	  "at its exit, for any heap to adopt.")                             \
 	X(fault_map, 0, 0, 1000000000,                                       \
 	  "Fault injection for tests: the Nth OS mapping from now on fails " \
 	  "as if the OS refused it (0: off).  Counts down; set it again to " \

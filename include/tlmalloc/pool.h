@@ -91,6 +91,9 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now);
  * is due, earliest is all it does). */
 tl_heap *tl_pool_take_parked_locked(uint64_t now, bool force,
 				    uint64_t *earliest);
+/* abandoned.c: every abandoned page left uncounted is counted and its
+ * frees collected (the statistics' walk wants exact counts). */
+void tl_pool_count_abandoned_locked(void);
 /* abandoned.c, a purge's steps: the abandoned pages whose free blocks are
  * due to be given back leave their lists pinned (linked by next; earliest
  * lowered to the first of the others); then, with the lock released,

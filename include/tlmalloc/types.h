@@ -178,6 +178,11 @@ typedef struct tl_page {
 	uint8_t dirty;		/* pool: holds data not yet purged */
 	uint8_t in_pool;	/* pool: in the pool's free list */
 	uint8_t slice_offset;	/* follower: slices after its leader */
+	/* abandoned: left by its heap without a count (a small page of a
+	 * queue): avail means nothing, local_free is not collected; the heap
+	 * that adopts it makes it its queue's head, which needs no count, and
+	 * a reclaim counts it first (abandoned.c) */
+	uint8_t uncounted;
 	struct tl_page *next;	/* links of whichever list holds the page */
 	uint8_t *start;		/* first block */
 	/* owner: blocks handed out since the page was formatted for its class

@@ -14,8 +14,9 @@
  *                              nobody takes is destroyed by the purger
  *                              (its page abandoned), with no call from the
  *                              program
- *   park_option_ignored        with park_heaps 0, the page of an exited
- *                              thread is abandoned at its exit
+ *   park_option_ignored        with park_heaps 0 (the default), the page
+ *                              of an exited thread is abandoned at its exit
+ * The cases turn the option on (main) but for the last.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -84,6 +85,7 @@ static void parked_heap_not_reused(void)
 {
 	pthread_t t;
 	tl_heap *first = NULL;
+	CHECK(tl_option_set("park_heaps", 1) == 0);
 	CHECK(tl_option_set("purge_delay", 3600000) == 0);
 	CHECK(pthread_create(&t, NULL, allocate_and_exit, &first) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
@@ -119,6 +121,7 @@ static void parked_heap_kept_forever(void)
 {
 	pthread_t t;
 	tl_heap *first = NULL;
+	CHECK(tl_option_set("park_heaps", 1) == 0);
 	CHECK(tl_option_set("purge_delay", 1) == 0);
 	CHECK(pthread_create(&t, NULL, allocate_and_exit, &first) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
@@ -140,15 +143,15 @@ static void park_option_ignored(void)
 {
 	pthread_t t;
 	tl_heap *first = NULL;
+	long v = -1;
+	CHECK(tl_option_get("park_heaps", &v) == 0 && v == 0);	/* default */
 	CHECK(tl_option_set("purge_delay", 3600000) == 0);
-	CHECK(tl_option_set("park_heaps", 0) == 0);
 	CHECK(pthread_create(&t, NULL, allocate_and_exit, &first) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECKF(owner_of(blocks[0]) == TL_OWNER_ABANDONED, "owner %#lx after "
 	       "the exit", (unsigned long)owner_of(blocks[0]));
 	for (int i = 0; i < BLOCKS; i++)
 		free(blocks[i]);
-	CHECK(tl_option_set("park_heaps", 1) == 0);
 	CHECK(tl_option_set("purge_delay", 100) == 0);
 }
 

@@ -57,6 +57,9 @@
  *                              no call from the program
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
+ *   abandoned_empty_pages_kept a thread frees all its blocks and exits: its
+ *                              pages, left uncounted, are given back at a
+ *                              trim all the same
  *   zero_aligned_outside_mapping  aligned_alloc(4 MiB, 0) and friends: the
  *                              block lies in tlmalloc's memory (a usable
  *                              byte at least), not just past a mapping
@@ -663,6 +666,36 @@ static void abandoned_memory_kept(void)
 	       "them all and trimming", before, live, after);
 }
 
+static void *allocate_free_and_exit(void *arg)
+{
+	void **blocks = arg;
+	for (int i = 0; i < ABANDON_BLOCKS; i++) {
+		blocks[i] = malloc(ABANDON_SIZE);
+		CHECK(blocks[i] != NULL);
+		memset(blocks[i], i, ABANDON_SIZE);
+	}
+	for (int i = 0; i < ABANDON_BLOCKS; i++)
+		free(blocks[i]);
+	return NULL;
+}
+
+static void abandoned_empty_pages_kept(void)
+{
+	static void *blocks[ABANDON_BLOCKS];
+	pthread_t t;
+	tl_trim();
+	unsigned long before = get_data_segment_size();
+	/* Its pages are left at its exit without a count (abandoned.c):
+	 * empty, with no frees from other threads to find them by. */
+	CHECK(pthread_create(&t, NULL, allocate_free_and_exit, blocks) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	tl_trim();
+	unsigned long after = get_data_segment_size();
+	CHECKF(after < before + (1ul << 20),
+	       "held %lu before, %lu after a thread freed its 8 MB of blocks, "
+	       "exited, and a trim", before, after);
+}
+
 static void zero_aligned_outside_mapping(void)
 {
 	size_t aligns[] = { 128 << 10, 1 << 20, 4 << 20, 16 << 20 };
@@ -705,6 +738,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(abandoned_blocks_purged_at_exit),
 	TEST_CASE(abandoned_blocks_kept_idle),
 	TEST_CASE(abandoned_memory_kept),
+	TEST_CASE(abandoned_empty_pages_kept),
 	TEST_CASE(zero_aligned_outside_mapping),
 };
 
