@@ -61,9 +61,14 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls)
 	return page;
 }
 
-#ifndef TL_ABANDONED_DIRTY_MAX
+/*
+ * At most this many abandoned pages wait to give back the memory inside
+ * their free blocks (tl_pool_pin_abandoned_locked); the others give it
+ * back as their heap leaves them.  Up to 16 MiB kept resident for the
+ * purge delay, for no system calls and no page faults when a heap adopts
+ * them in that time (docs/design.md, "Giving memory back").
+ */
 #define TL_ABANDONED_DIRTY_MAX 16
-#endif
 
 /* Worth giving back: a medium page at least half free (for the others the
  * system calls cost more than they give back). */
