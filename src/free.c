@@ -223,12 +223,6 @@ static void sized_check(const char *call, const void *p, size_t size,
 		size_mismatch(call, p, given, page->block_size);
 }
 
-void tl_free_sized_slow(const char *call, void *p, size_t size,
-			size_t alignment)
-{
-	sized_check(call, p, size, alignment);
-	tl_free_local(p);
-}
 
 /* The mark a freed block gets: the secure build fills the block (its
  * first two words are the link and the mark), or marks it unfilled. */
@@ -359,6 +353,38 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 {
 	free_generic(heap, page, p);
+}
+
+/* A sized free that missed the fast path is most often another thread's
+ * block of a small or medium page with the right size (larson --free
+ * sized: two in three frees): one segment lookup and the size against its
+ * page, then the generic path, as tl_free_slow would go.  False if it is
+ * not that case (the full check decides then). */
+static bool free_sized_remote(void *p, size_t size)
+{
+	if (TL_SECURE || p == NULL || !tl_segment_is_ours(p))
+		return false;
+	tl_page *slice = tl_slice_of(tl_segment_of(p), p), *page = slice;
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	if (owner == TL_OWNER_FOLLOWER) {
+		page -= page->slice_offset;
+		owner = tl_uptr_load_relaxed(&page->owner);
+	}
+	if (owner == TL_OWNER_FREE || owner == TL_OWNER_HUGE ||
+	    page->kind == TL_PAGE_HUGE || !tl_page_holds_size(page, size))
+		return false;
+	free_generic(tl_heap_local, slice, p);
+	tl_purger_poll();
+	return true;
+}
+
+void tl_free_sized_slow(const char *call, void *p, size_t size,
+			size_t alignment)
+{
+	if (alignment == 0 && free_sized_remote(p, size))
+		return;
+	sized_check(call, p, size, alignment);
+	tl_free_local(p);
 }
 
 void tl_free_slow(void *p)

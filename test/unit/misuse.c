@@ -36,6 +36,8 @@
  *   sized_delete_smaller_silent  operator delete[](p, 3000) of 4 KiB
  *   sized_delete_huge_silent    operator delete(p, 64 KiB) of 256 KiB
  *   free_sized_mismatch_silent  free_sized(malloc(100), 200)
+ *   free_sized_remote_mismatch_silent  the same for a block another
+ *                               thread allocated
  *   aligned_sized_mismatch_silent  aligned delete, size 300 for 100
  *   sized_free_false_alarm      (not a death case) every size freed with
  *                               the size it was asked for passes:
@@ -331,6 +333,19 @@ static void free_sized_mismatch_child(void)
 	free_sized(malloc(100), 200);
 }
 
+static void *malloc_100(void *arg)
+{
+	(void)arg;
+	return malloc(100);
+}
+
+/* Another thread's block (the common sized free, free.c's
+ * free_sized_remote) with the wrong size. */
+static void free_sized_remote_mismatch_child(void)
+{
+	free_sized(run_in_thread(malloc_100, NULL), 200);
+}
+
 static void aligned_sized_mismatch_child(void)
 {
 	grow_up();
@@ -378,12 +393,26 @@ static void *sized_cases(void *arg)
 	return NULL;
 }
 
+/* Blocks of every size made by another thread, each freed here with its
+ * own size. */
+static void *alloc_sizes(void *arg)
+{
+	void **blocks = arg;
+	for (size_t i = 0; i < 64; i++)
+		CHECK((blocks[i] = malloc(i * i * 37 + i)) != NULL);
+	return NULL;
+}
+
 static void sized_free_false_alarm(void)
 {
 	run_in_thread(sized_cases, NULL);	/* young groups */
 	grow_up();
 	sized_cases(NULL);
 	run_in_thread(sized_cases, NULL);
+	void *blocks[64];
+	run_in_thread(alloc_sizes, blocks);
+	for (size_t i = 0; i < 64; i++)
+		free_sized(blocks[i], i * i * 37 + i);
 }
 
 /* The child dies by SIGSEGV, with no tlmalloc line on stderr, after
@@ -503,6 +532,9 @@ static const struct test_case cases[] = {
 	TEST_DEATH(free_sized_mismatch_silent, free_sized_mismatch_child,
 		   "free_sized",
 		   "size 200 does not match the block (112 bytes)"),
+	TEST_DEATH(free_sized_remote_mismatch_silent,
+		   free_sized_remote_mismatch_child, "free_sized",
+		   "size 200 does not match the block"),
 	TEST_DEATH(aligned_sized_mismatch_silent, aligned_sized_mismatch_child,
 		   "operator delete",
 		   "size 300 does not match the block (128 bytes)"),
