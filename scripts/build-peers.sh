@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # build-peers.sh: builds the peer allocators that Debian does not ship
-# (mimalloc 3, snmalloc, rpmalloc) as shared libraries that replace malloc
-# under LD_PRELOAD, for the experiments.
+# (mimalloc 3, snmalloc, rpmalloc; and, optionally, hardened_malloc) as
+# shared libraries that replace malloc under LD_PRELOAD, for the
+# experiments.
 #
 #   scripts/build-peers.sh            build what is missing or out of date
-#   scripts/build-peers.sh --force    rebuild all three
+#   scripts/build-peers.sh --force    rebuild all of them
 #   scripts/build-peers.sh --out DIR  put the libraries in DIR
 #                                     (default: build/peers in the repository)
 #
@@ -23,18 +24,30 @@
 #   librpmalloc.so   rpmalloc.c with ENABLE_OVERRIDE=1 ENABLE_PRELOAD=1, the
 #                    flags of rpmalloc's "rpmallocwrap" release library
 #                    without its -ffast-math family (which could change the
-#                    floating-point mode of the processes it is preloaded in).
+#                    floating-point mode of the processes it is preloaded in);
+#   libhardened_malloc.so  hardened_malloc's own Makefile (in the crate), its
+#                    default configuration (config/default.mk: canaries,
+#                    zero on free with the write-after-free check, slot
+#                    randomisation, guard slabs, quarantines of one slab
+#                    slot and of 1024 large regions, -march=native); only
+#                    -Werror is dropped (CONFIG_WERROR=false) where the
+#                    compiler warns.  Optional: the security comparison's
+#                    reference (docs/secure.md); when its crate cannot be
+#                    fetched or built it stays missing, and that is no error.
 # Each library is checked before it is installed: a program run with it
 # preloaded must resolve malloc, free, calloc, realloc and friends to it,
 # and python3 and sh must run under it.
 #
 # DIR/VERSIONS.json records, per allocator, its upstream version (read from
 # the sources: mimalloc.h's MI_MALLOC_VERSION, rpmalloc's CHANGELOG; for
-# snmalloc the crate's version, which is snmalloc's release), the crate, the
-# library and the build command.  The harness reads it.
+# snmalloc the crate's version, which is snmalloc's release; for
+# hardened_malloc the crate's build metadata, the release it bundles), the
+# crate, the library and the build command.  The harness reads it.
 #
-# Needs cargo (on PATH or in ~/.cargo/bin), gcc, g++, cmake, ninja, python3.
-# Exit status: 0 when all three are built (or were up to date), 1 otherwise.
+# Needs cargo (on PATH or in ~/.cargo/bin), gcc, g++, cmake, ninja, make,
+# python3.
+# Exit status: 0 when mimalloc 3, snmalloc and rpmalloc are built (or were
+# up to date), 1 otherwise; hardened_malloc's absence is reported only.
 set -u
 
 MIMALLOC_CRATE=libmimalloc-sys
@@ -43,6 +56,8 @@ SNMALLOC_CRATE=snmalloc-sys
 SNMALLOC_CRATE_VERSION=0.7.6
 RPMALLOC_CRATE=rpmalloc-sys
 RPMALLOC_CRATE_VERSION=0.2.3+b097fd0
+HARDENED_CRATE=hardened_malloc-rs
+HARDENED_CRATE_VERSION=0.1.2+12
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/build/peers
@@ -108,9 +123,12 @@ if [ -n "$missing" ]; then
 	exit 1
 fi
 
-# Fetch the crates' sources through a throwaway Cargo project.
-fetch_sources() {
-	local proj=$WORK/fetch
+# fetch_crates SET DEPENDENCY...: fetches the crates' sources through a
+# throwaway Cargo project ($WORK/fetch-SET; each DEPENDENCY a line of its
+# [dependencies]), their metadata into $WORK/metadata-SET.json.
+fetch_crates() {
+	local set=$1 proj=$WORK/fetch-$1
+	shift
 	mkdir -p "$proj/src" || return 1
 	: >"$proj/src/lib.rs"
 	cat >"$proj/Cargo.toml" <<EOF
@@ -121,19 +139,25 @@ edition = "2021"
 publish = false
 
 [dependencies]
-$MIMALLOC_CRATE = { version = "=$MIMALLOC_CRATE_VERSION", default-features = false }
-$SNMALLOC_CRATE = { version = "=$SNMALLOC_CRATE_VERSION", default-features = false }
-$RPMALLOC_CRATE = { version = "=$RPMALLOC_CRATE_VERSION", default-features = false }
+$(printf '%s\n' "$@")
 EOF
-	say "cargo fetch ($MIMALLOC_CRATE $MIMALLOC_CRATE_VERSION, $SNMALLOC_CRATE $SNMALLOC_CRATE_VERSION, $RPMALLOC_CRATE $RPMALLOC_CRATE_VERSION)"
 	(cd "$proj" && cargo fetch --quiet) || return 1
-	(cd "$proj" && cargo metadata --format-version 1 --quiet) >"$WORK/metadata.json" ||
-		return 1
+	(cd "$proj" && cargo metadata --format-version 1 --quiet) \
+		>"$WORK/metadata-$set.json" || return 1
 }
 
-# crate_dir NAME: the folder of the fetched crate NAME.
+# The three peers the experiments need.
+fetch_sources() {
+	say "cargo fetch ($MIMALLOC_CRATE $MIMALLOC_CRATE_VERSION, $SNMALLOC_CRATE $SNMALLOC_CRATE_VERSION, $RPMALLOC_CRATE $RPMALLOC_CRATE_VERSION)"
+	fetch_crates peers \
+		"$MIMALLOC_CRATE = { version = \"=$MIMALLOC_CRATE_VERSION\", default-features = false }" \
+		"$SNMALLOC_CRATE = { version = \"=$SNMALLOC_CRATE_VERSION\", default-features = false }" \
+		"$RPMALLOC_CRATE = { version = \"=$RPMALLOC_CRATE_VERSION\", default-features = false }"
+}
+
+# crate_dir SET NAME: the folder of the crate NAME fetched with SET.
 crate_dir() {
-	python3 - "$WORK/metadata.json" "$1" <<'EOF'
+	python3 - "$WORK/metadata-$1.json" "$2" <<'EOF'
 import json, os, sys
 with open(sys.argv[1]) as handle:
     meta = json.load(handle)
@@ -297,6 +321,48 @@ build_rpmalloc() {
 	echo "$version" >"$WORK/version.rpmalloc"
 }
 
+# build_hardened DIR: hardened_malloc with its own Makefile, in a copy of
+# its sources (the crate's folder is cargo's).
+build_hardened() {
+	local src=$1/src/hardened_malloc build=$WORK/hardened_malloc
+	command -v make >/dev/null 2>&1 || { say "hardened_malloc: no make"; return 1; }
+	[ -f "$src/Makefile" ] || { say "hardened_malloc: no Makefile in $src"; return 1; }
+	: >"$CMDS/hardened_malloc"
+	rm -rf "$build" "$OUT/libhardened_malloc.so"
+	cp -R "$src" "$build" || return 1
+	say "hardened_malloc ${HARDENED_CRATE_VERSION#*+}: make in $build (config/default.mk)"
+	if ! run hardened_malloc make -C "$build" >"$WORK/hardened_malloc.log" 2>&1; then
+		say "hardened_malloc: make failed; again without -Werror (CONFIG_WERROR=false)"
+		: >"$CMDS/hardened_malloc"
+		run hardened_malloc make -C "$build" CONFIG_WERROR=false \
+			>>"$WORK/hardened_malloc.log" 2>&1 || {
+			say "hardened_malloc: build failed, see $WORK/hardened_malloc.log"
+			return 1
+		}
+	fi
+	cp "$build/out/libhardened_malloc.so" "$WORK/libhardened_malloc.so" || return 1
+	install_lib hardened_malloc libhardened_malloc.so "$WORK/libhardened_malloc.so" ||
+		return 1
+	# the sources carry no version; the crate's build metadata names the
+	# release it bundles
+	echo "${HARDENED_CRATE_VERSION#*+}" >"$WORK/version.hardened_malloc"
+}
+
+# The optional peer: whatever fails leaves it missing, and is no error.
+build_optional() {
+	local dir
+	say "cargo fetch ($HARDENED_CRATE $HARDENED_CRATE_VERSION, optional)"
+	if ! fetch_crates optional \
+		"$HARDENED_CRATE = { version = \"=$HARDENED_CRATE_VERSION\", default-features = false }" \
+		>"$WORK/fetch-optional.log" 2>&1; then
+		say "hardened_malloc: cargo could not fetch $HARDENED_CRATE; it stays missing in the experiments"
+		return 0
+	fi
+	dir=$(crate_dir optional "$HARDENED_CRATE") && build_hardened "$dir" ||
+		say "hardened_malloc not built; it stays missing in the experiments"
+	return 0
+}
+
 write_versions() {
 	python3 - "$OUT/VERSIONS.json" "$RECIPE" "$WORK" <<EOF
 import json, os, sys
@@ -311,7 +377,10 @@ for name, lib, crate, version_from in (
          "the crate's version (published with snmalloc's release)"),
         ("rpmalloc", "librpmalloc.so",
          "$RPMALLOC_CRATE $RPMALLOC_CRATE_VERSION",
-         "the newest release in rpmalloc's CHANGELOG")):
+         "the newest release in rpmalloc's CHANGELOG"),
+        ("hardened_malloc", "libhardened_malloc.so",
+         "$HARDENED_CRATE $HARDENED_CRATE_VERSION",
+         "the crate's build metadata (the release it bundles)")):
     try:
         with open(os.path.join(work, "version." + name)) as handle:
             version = handle.read().strip()
@@ -339,7 +408,7 @@ fi
 build_checker || { say "ERROR: cannot compile the check program"; exit 1; }
 for peer in mimalloc:$MIMALLOC_CRATE snmalloc:$SNMALLOC_CRATE \
 	rpmalloc:$RPMALLOC_CRATE; do
-	dir=$(crate_dir "${peer#*:}") || {
+	dir=$(crate_dir peers "${peer#*:}") || {
 		say "ERROR: ${peer#*:} not in cargo's metadata"
 		status=1
 		continue
@@ -349,6 +418,7 @@ for peer in mimalloc:$MIMALLOC_CRATE snmalloc:$SNMALLOC_CRATE \
 		status=1
 	}
 done
+build_optional
 write_versions || status=1
 [ "$status" -eq 0 ] && say "done: $OUT/VERSIONS.json" ||
 	say "done, with errors (what was not built stays missing in the experiments)"

@@ -224,11 +224,11 @@ build_source_peers() {
 	local script
 	script="$(cd "$(dirname "$0")" && pwd)/build-peers.sh"
 	if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-		say "WARNING: no cargo: mimalloc3, snmalloc and rpmalloc (built from source by scripts/build-peers.sh) will be listed as missing; install Rust's cargo and rerun"
+		say "WARNING: no cargo: mimalloc3, snmalloc, rpmalloc and hardened_malloc (built from source by scripts/build-peers.sh) will be listed as missing; install Rust's cargo and rerun"
 		return 0
 	fi
 	if [ "$dry_run" -eq 1 ]; then
-		say "would run $script (mimalloc3, snmalloc, rpmalloc, unless up to date)"
+		say "would run $script (mimalloc3, snmalloc, rpmalloc, hardened_malloc, unless up to date)"
 		return 0
 	fi
 	"$script" 2>&1 | sed 's/^/install-deps: /'

@@ -46,20 +46,25 @@ void tl_secure_modified(const void *block)
 		 "free block modified (buffer overrun or use after free)");
 }
 
+/* 16 bytes, compared as one (a vector register where there is one). */
+typedef uint64_t fill_chunk __attribute__((vector_size(16)));
+
 /* A block marked filled must still hold TL_SECURE_FILL past its first two
  * words when malloc takes it (a block marked so is at most
- * TL_SECURE_FILL_MAX; block sizes are multiples of 16). */
+ * TL_SECURE_FILL_MAX).  Blocks are 16-byte aligned and their sizes
+ * multiples of 16: the fill is whole chunks of 16, read as such (no
+ * scalar head or tail to handle). */
 void tl_secure_check_fill(const tl_page *page, const tl_block *block)
 {
-	if (!tl_option(TL_OPT_secure_fill_check))
-		return;
-	const uint64_t *w = (const uint64_t *)(block + 1);
-	const uint64_t *end =
-		(const uint64_t *)((const uint8_t *)block + page->block_size);
-	uint64_t diff = 0;
-	for (; w < end; w++)
-		diff |= *w ^ (0x0101010101010101ull * TL_SECURE_FILL);
-	if (tl_unlikely(diff != 0))
+	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
+	const fill_chunk fill = { word, word };
+	const fill_chunk *c = (const fill_chunk *)(block + 1);
+	const fill_chunk *end =
+		(const fill_chunk *)((const uint8_t *)block + page->block_size);
+	fill_chunk diff = { 0, 0 };
+	for (; c < end; c++)
+		diff |= *c ^ fill;
+	if (tl_unlikely((diff[0] | diff[1]) != 0))
 		tl_fatal("malloc", block,
 			 "free block modified (write after free)");
 }
@@ -244,15 +249,27 @@ static uintptr_t fill_freed(const tl_page *page, tl_block *block,
 	return mark;
 }
 
+/* Whether the secure build's quarantine took the freed block (the
+ * option tested here, so that with it off no call is made). */
+static inline bool quarantined(tl_block *block, uintptr_t mark)
+{
+#if TL_SECURE
+	uint32_t n = (uint32_t)tl_option(TL_OPT_secure_quarantine);
+	return n != 0 && tl_quarantine_hold(block, mark, n);
+#else
+	(void)block;
+	(void)mark;
+	return false;
+#endif
+}
+
 void tl_free_owned(tl_page *page, void *p)
 {
 	tl_block *block = p;
 	check_block("free", page, block, true);
 	uintptr_t mark = fill_freed(page, block, tl_free_mark(page, block));
-#if TL_SECURE
-	if (tl_quarantine_hold(block, mark))
+	if (quarantined(block, mark))
 		return;
-#endif
 	tl_page_push_local(page, block, mark);
 }
 
@@ -288,10 +305,8 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 						 __ATOMIC_RELAXED)))
 		check_block("free", page, block, false);
 	mark = fill_freed(page, block, mark);
-#if TL_SECURE
-	if (tl_quarantine_hold(block, mark))
+	if (quarantined(block, mark))
 		return;
-#endif
 	push_remote(page, block, mark);
 }
 

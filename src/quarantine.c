@@ -18,7 +18,6 @@
  * exit frees them (thread_exit, init.c, before its heap is parked).
  */
 #include "tlmalloc/internal.h"
-#include "tlmalloc/options.h"
 
 #if TL_SECURE
 /* The link a quarantined block holds while it waits. */
@@ -27,11 +26,8 @@ static tl_block *waiting_link(uintptr_t mark)
 	return (tl_block *)~mark;
 }
 
-bool tl_quarantine_hold(tl_block *block, uintptr_t mark)
+bool tl_quarantine_hold(tl_block *block, uintptr_t mark, uint32_t n)
 {
-	uint32_t n = (uint32_t)tl_option(TL_OPT_secure_quarantine);
-	if (n == 0)
-		return false;
 	tl_heap *heap = tl_heap_local;
 	if (!tl_heap_is_thread_heap(heap))
 		return false;

@@ -4,10 +4,11 @@ Kinds of allocator:
   system   glibc: the program as built, nothing preloaded.
   preload  a shared library put in LD_PRELOAD (tlmalloc, its fast variant
            without free's checks, the peers, and any NAME=/path/lib.so from
-           the command line).  The Debian peers are looked for in the
-           system's library folders; mimalloc3, snmalloc and rpmalloc in
-           <build>/peers, where scripts/build-peers.sh puts them with
-           VERSIONS.json (their versions).
+           the command line, NAME=/path/lib.so,VAR=VALUE,... with settings
+           of its environment).  The Debian peers are looked for in the
+           system's library folders; mimalloc3, snmalloc, rpmalloc and
+           hardened_malloc in <build>/peers, where scripts/build-peers.sh
+           puts them with VERSIONS.json (their versions).
   ts       the ts_ API of tlmalloc: `scaling_ts --api lock` (the naive
            one-lock baseline, "tlmalloc-lock"); runs the scaling workload
            only.  tlmalloc itself runs `scaling_ts --api nolock` there.
@@ -25,7 +26,7 @@ import platform
 import subprocess
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ BUILT_PEERS = (
     BuiltPeer("mimalloc3", "libmimalloc3.so", "libmimalloc-sys"),
     BuiltPeer("snmalloc", "libsnmalloc.so", "snmalloc-sys"),
     BuiltPeer("rpmalloc", "librpmalloc.so", "rpmalloc-sys"),
+    # the secure variant's reference (docs/secure.md); optional
+    BuiltPeer("hardened_malloc", "libhardened_malloc.so", "hardened_malloc-rs"),
 )
 
 PEERS_DIR = "peers"                 # under the build folder
@@ -104,6 +107,15 @@ class Allocator:
     package: str = ""         # Debian package expected to ship it
     version: str = ""
     suffix: str = ""          # musl: the program's name ends with it
+    env: dict[str, str] = field(default_factory=dict)  # set in its runs
+
+    def run_env(self) -> dict[str, str]:
+        """The environment its runs add: LD_PRELOAD for a preloaded
+        library, and the settings given with it."""
+        env = dict(self.env)
+        if self.kind is Kind.PRELOAD:
+            env["LD_PRELOAD"] = self.path
+        return env
 
     def to_json(self) -> dict[str, Any]:
         """As runs.json holds it (kind and ts_api by their values)."""
@@ -198,7 +210,8 @@ def read_peer_versions(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def built_peer_allocators(peers_dir: Path) -> list[Allocator]:
-    """mimalloc3, snmalloc, rpmalloc from peers_dir, found or not."""
+    """mimalloc3, snmalloc, rpmalloc, hardened_malloc from peers_dir,
+    found or not."""
     versions = read_peer_versions(peers_dir / VERSIONS_FILE)
     allocs = []
     for peer in BUILT_PEERS:
@@ -256,18 +269,31 @@ def musl_allocators(bench_dir: Path) -> list[Allocator]:
 
 
 def parse_extra(spec: str) -> Allocator:
-    """NAME=/path/lib.so from the command line, as an Allocator."""
+    """NAME=/path/lib.so[,VAR=VALUE...] from the command line, as an
+    Allocator whose runs also set each VAR (an option of the library:
+    the same library under two names with other settings)."""
     name, sep, given = spec.partition("=")
-    if not sep or not name or not given:
-        raise ValueError("expected NAME=/path/lib.so, got %r" % spec)
+    lib, *settings = given.split(",")
+    if not sep or not name or not lib:
+        raise ValueError("expected NAME=/path/lib.so[,VAR=VALUE...], got %r"
+                         % spec)
     if name in BUILTIN:
         raise ValueError("allocator name %r is taken" % name)
-    path = Path(os.path.abspath(given))     # normalised, links kept
+    env = {}
+    for setting in settings:
+        var, eq, value = setting.partition("=")
+        if not eq or not var or var == "LD_PRELOAD":
+            raise ValueError("%s: expected VAR=VALUE after the library, got "
+                             "%r" % (name, setting))
+        env[var] = value
+    note = "given on the command line"
+    if env:
+        note += ", with " + " ".join("%s=%s" % item for item in env.items())
+    path = Path(os.path.abspath(lib))       # normalised, links kept
     if not path.is_file():
         return Allocator(name, Kind.PRELOAD, str(path), False,
-                         "%s: no such file" % path)
-    return Allocator(name, Kind.PRELOAD, str(path), True,
-                     "given on the command line")
+                         "%s: no such file" % path, env=env)
+    return Allocator(name, Kind.PRELOAD, str(path), True, note, env=env)
 
 
 def discover(build_dir: Path, lib_dirs: Sequence[Path] | None = None,
@@ -342,7 +368,7 @@ def command_for(workload: Workload, point: Point, alloc: Allocator,
     Missing (the program was not built, the allocator was not found).
     """
     prog = workload.point_binary(point)
-    env = {}
+    env = dict(alloc.env)
     if workload.ts_binary and alloc.ts_api:
         prog = workload.ts_binary
         args = list(args) + ["--api", alloc.ts_api.value]

@@ -156,7 +156,9 @@ def parse_args(argv: Sequence[str]) -> Options:
                         default=None,
                         help="rebuild report.md and plots from RUN_DIR")
     parser.add_argument("extra", nargs="*", metavar="NAME=/path/lib.so",
-                        help="more allocators to preload")
+                        help="more allocators to preload; "
+                             "NAME=/path/lib.so,VAR=VALUE,... also sets "
+                             "VAR in their runs (a library's options)")
     args = parser.parse_args(argv)
     if args.reps < 0:
         parser.error("--reps must be positive")

@@ -157,8 +157,7 @@ def command_for(program: Program,
             else "a %s allocator" % alloc.kind.value))
     if not alloc.found:
         raise Missing("allocator missing: " + alloc.note)
-    env = {"LD_PRELOAD": alloc.path} if alloc.kind is Kind.PRELOAD else {}
-    return list(program.argv), env
+    return list(program.argv), alloc.run_env()
 
 
 def judge(measured: Measured) -> Judgement:

@@ -163,8 +163,7 @@ def run_pass(allocs: Sequence[Allocator], build_dir: Path, note: Note,
         return result
     started = time.monotonic()
     for i, alloc in enumerate(runnable):
-        env = {"LD_PRELOAD": alloc.path} if alloc.kind is Kind.PRELOAD \
-            else {}
+        env = alloc.run_env()
         note("[security %d/%d] %s: %d misuse programs" % (
             i + 1, len(runnable), alloc.name, len(programs) * len(SIZES)))
         for kind, program in programs:

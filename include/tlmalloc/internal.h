@@ -14,6 +14,9 @@
 
 #include "tlmalloc/diag.h"
 #include "tlmalloc/types.h"
+#if TL_SECURE	/* malloc's inline test of secure_fill_check */
+#include "tlmalloc/options.h"
+#endif
 
 #define TL_NOINLINE __attribute__((noinline))
 #define TL_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -633,9 +636,11 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 #define TL_SECURE_QUARANTINED ((uintptr_t)2)
 
 /* Hold a block that free checked, filled and gave `mark` in the calling
- * thread's quarantine; false if it has none (then free goes on).  The
- * block pushed out, if any, is freed for real (tl_free_released). */
-bool tl_quarantine_hold(tl_block *block, uintptr_t mark);
+ * thread's quarantine of n blocks (n: the option secure_quarantine, which
+ * free tests first, not 0); false if the thread has none (then free goes
+ * on).  The block pushed out, if any, is freed for real
+ * (tl_free_released). */
+bool tl_quarantine_hold(tl_block *block, uintptr_t mark, uint32_t n);
 /* Whether a quarantined block's link is as the quarantine left it. */
 bool tl_quarantine_intact(const tl_block *block);
 /* Free every block of heap's quarantine for real (thread exit). */
@@ -646,6 +651,8 @@ void tl_free_released(tl_heap *heap, tl_block *block);
 
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);
+/* Aborts unless block still holds its fill (with secure_fill_check on,
+ * which malloc tests first, inline). */
 void tl_secure_check_fill(const tl_page *page, const tl_block *block)
 	TL_NOINLINE;
 
@@ -767,9 +774,10 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #endif
 #if TL_SECURE	/* its fill check and the unfilled mark are the secure build's */
 	uintptr_t d = block->mark ^ tl_free_mark(page, block);
-	if (tl_likely(d == 0))
-		tl_secure_check_fill(page, block);
-	else if (tl_unlikely(d != TL_SECURE_UNFILLED))
+	if (tl_likely(d == 0)) {
+		if (tl_option(TL_OPT_secure_fill_check))
+			tl_secure_check_fill(page, block);
+	} else if (tl_unlikely(d != TL_SECURE_UNFILLED))
 		tl_secure_modified(block);
 #elif !TL_COUNTS
 	(void)page;

@@ -40,7 +40,7 @@ def test_discovery_finds_what_is_there(tree):
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
                            "glibc", "jemalloc", "tcmalloc", "mimalloc",
                            "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
-                           "musl", "musl-tlmalloc"]
+                           "hardened_malloc", "musl", "musl-tlmalloc"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api is am.TsApi.NOLOCK
@@ -95,6 +95,32 @@ def test_extra_allocators(tree):
         am.parse_extra("nopath")
     with pytest.raises(ValueError):
         am.parse_extra("glibc=%s" % lib)
+
+
+def test_extra_allocator_with_settings(tree):
+    """The same library twice, the second with options in its runs' env."""
+    lib = tree / "libs" / "libjemalloc.so.2"
+    allocs = by(am.discover(tree / "build", [tree / "libs"],
+                            ["one=%s" % lib,
+                             "two=%s,OPT_A=0,OPT_B=x=y" % lib]))
+    one, two = allocs["one"], allocs["two"]
+    assert one.env == {} and one.path == str(lib)
+    assert two.found and two.path == str(lib)
+    assert two.env == {"OPT_A": "0", "OPT_B": "x=y"}
+    assert "OPT_A=0 OPT_B=x=y" in two.note
+    loop = by_name(["loop"])[0]
+    _, env = am.command_for(loop, loop.quick_points[0], two,
+                            tree / "build" / "bench", ["--quick"])
+    assert env == {"LD_PRELOAD": str(lib), "OPT_A": "0", "OPT_B": "x=y"}
+    _, env = am.command_for(loop, loop.quick_points[0], one,
+                            tree / "build" / "bench", ["--quick"])
+    assert env == {"LD_PRELOAD": str(lib)}
+    # kept through runs.json
+    assert am.Allocator.from_json(two.to_json()).env == two.env
+    for bad in ("x=%s,NOEQUALS" % lib, "x=%s,=1" % lib,
+                "x=%s,LD_PRELOAD=/y.so" % lib, "x=,A=1"):
+        with pytest.raises(ValueError):
+            am.parse_extra(bad)
 
 
 def test_select(tree):
@@ -168,13 +194,17 @@ VERSIONS = {
         "snmalloc": {"version": "0.7.6", "library": "libsnmalloc.so",
                      "crate": "snmalloc-sys 0.7.6"},
         "rpmalloc": "not a mapping",
+        "hardened_malloc": {"version": "12",
+                            "library": "libhardened_malloc.so",
+                            "crate": "hardened_malloc-rs 0.1.2+12"},
     },
 }
 
 
 def built_peers(tree, versions=VERSIONS, libs=("libmimalloc3.so",
                                                "libsnmalloc.so",
-                                               "librpmalloc.so")):
+                                               "librpmalloc.so",
+                                               "libhardened_malloc.so")):
     peers = tree / "build" / "peers"
     for lib in libs:
         touch(str(peers / lib))
@@ -197,6 +227,10 @@ def test_built_peers_found_with_versions(tree):
     rp = found["rpmalloc"]
     assert rp.found and rp.version == "" and "no version" in rp.note
     assert rp.package == "rpmalloc-sys (cargo)"
+    hm = found["hardened_malloc"]
+    assert hm.found and hm.version == "12"
+    assert hm.path == str(peers / "libhardened_malloc.so")
+    assert hm.package == "hardened_malloc-rs 0.1.2+12 (cargo)"
     argv, env = am.command_for(by_name(["loop"])[0], by_name(["loop"])[0]
                                .quick_points[0], mi3,
                                tree / "build" / "bench", ["--quick"])
@@ -206,7 +240,7 @@ def test_built_peers_found_with_versions(tree):
 def test_built_peers_missing_with_note(tree):
     built_peers(tree, libs=("libsnmalloc.so",))
     found = by(am.discover(tree / "build", [tree / "libs"]))
-    for name in ("mimalloc3", "rpmalloc"):
+    for name in ("mimalloc3", "rpmalloc", "hardened_malloc"):
         assert not found[name].found and found[name].path == ""
         assert "not built: run scripts/build-peers.sh (needs cargo)" in \
             found[name].note
@@ -230,7 +264,8 @@ def test_built_peers_without_versions_file(tree):
     built_peers(tree, versions=None)
     found = by(am.discover(tree / "build", [tree / "libs"]))
     assert all(found[n].found and found[n].version == ""
-               for n in ("mimalloc3", "snmalloc", "rpmalloc"))
+               for n in ("mimalloc3", "snmalloc", "rpmalloc",
+                         "hardened_malloc"))
 
 
 def test_read_peer_versions(tmp_path):
@@ -244,12 +279,12 @@ def test_read_peer_versions(tmp_path):
     assert am.read_peer_versions(path) == {}
     path.write_text(json.dumps(VERSIONS))
     versions = am.read_peer_versions(path)
-    assert sorted(versions) == ["mimalloc3", "snmalloc"]
+    assert sorted(versions) == ["hardened_malloc", "mimalloc3", "snmalloc"]
     assert versions["mimalloc3"]["version"] == "3.3.2"
 
 
 def test_built_peer_names_are_taken():
-    for name in ("mimalloc3", "snmalloc", "rpmalloc"):
+    for name in ("mimalloc3", "snmalloc", "rpmalloc", "hardened_malloc"):
         with pytest.raises(ValueError):
             am.parse_extra("%s=/x/lib.so" % name)
 
