@@ -209,23 +209,13 @@ static inline bool tl_free_checks_pass(const tl_page *page,
 				       const tl_block *block, uintptr_t mark,
 				       uint32_t limit)
 {
-#if TL_SECURE
-	(void)page;
-	(void)block;
-	(void)mark;
-	(void)limit;
-	return false;
-#elif !TL_CHECKS
-	(void)page;
-	(void)block;
-	(void)mark;
-	(void)limit;
-	return true;
-#else
+	if (TL_SECURE)
+		return false;
+	if (!TL_CHECKS)
+		return true;
 	uint32_t off = (uint32_t)(uintptr_t)block & (uint32_t)(TL_SLICE_SIZE - 1);
 	return tl_slice_offset_starts(off, page->slice_magic, limit) &&
 	       block->mark != mark;
-#endif
 }
 
 /* The same in the owner's free: slice_limit is the owner's to write, so
@@ -241,11 +231,8 @@ static inline void tl_page_push_local(tl_page *page, tl_block *block,
 				      uintptr_t mark)
 {
 	block->next = tl_link_encode(page, block, page->local_free);
-#if TL_CHECKS
-	block->mark = mark;
-#else
-	(void)mark;
-#endif
+	if (TL_CHECKS)
+		block->mark = mark;
 	tl_fork_order();
 	page->local_free = block;
 }
