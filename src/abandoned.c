@@ -224,6 +224,7 @@ static void give_unowned_locked(tl_page *page, uint64_t now)
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
 	page->dirty = 1;
 	page->purge_at_ms = now;
+	tl_pool_note_purge_at_locked(now);	/* due: the next purge takes it */
 	page->in_pool = 1;
 	tl_segment_of(page->start)->used_pages--;
 	tl_list_push_front(&tl_pool.free_pages[page->kind], page);

@@ -29,6 +29,10 @@
  *   slow_path_checks_heap        pages_owned broken, then plain mallocs: the
  *                                library's own slow path aborts
  * and one that is not a death case:
+ *   reclaimed_page_not_due       an exited thread's empty page, reclaimed on
+ *                                the way to out of memory, is due for a
+ *                                purge the pool does not know of (the
+ *                                pool checker caught it from the fuzzer)
  *   sound_state_rejected         after threads allocated and freed across
  *                                each other, every checker passes
  */
@@ -38,6 +42,7 @@
 
 #include "check.h"
 #include "child.h"
+#include "tlmalloc.h"
 #include "tlmalloc/internal.h"
 
 #if !defined(TL_DEBUG) || TL_DEBUG < 1
@@ -270,6 +275,27 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+static void *fill_free_exit(void *arg)
+{
+	static void *b[512];
+	(void)arg;
+	for (int i = 0; i < 512; i++)
+		CHECK((b[i] = malloc(BLOCK)) != NULL);
+	for (int i = 0; i < 512; i++)
+		free(b[i]);
+	return NULL;
+}
+
+static void reclaimed_page_not_due(void)
+{
+	pthread_t t;
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	CHECK(pthread_create(&t, NULL, fill_free_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	tl_pool_reclaim_abandoned();	/* as out of memory does */
+	CHECK(tl_pool_check());
+}
+
 static void sound_state_rejected(void)
 {
 	static void *blocks[2][4000];
@@ -324,6 +350,7 @@ static const struct test_case cases[] = {
 	TEST_DEATH(slow_path_checks_heap, slow_path_checks_heap,
 		   "tl_heap_check",
 		   "pages_owned is not the pages in its lists"),
+	TEST_CASE(reclaimed_page_not_due),
 	TEST_CASE(sound_state_rejected),
 };
 
