@@ -16,6 +16,8 @@
 # step also builds mimalloc 3, snmalloc and rpmalloc into build/peers with
 # scripts/build-peers.sh when cargo is there (a no-op when they are built
 # and up to date); without cargo those three are listed as missing.
+# The python step also installs ziglang (Zig) with pip, for the static musl
+# builds of the C++ containers workload; a failure is a warning.
 # TLMALLOC_TOOLS / TLMALLOC_PEERS replace the package lists (other names on
 # another release).
 set -u
@@ -193,6 +195,29 @@ install_pytest() {
 	return 0
 }
 
+# Zig (the Python package ziglang), whose clang and libc++ build the C++
+# containers workload as a static musl program (bench/CMakeLists.txt):
+# Debian's musl-gcc has no C++ runtime.  Missing, those programs are not
+# built and the experiments list them as missing.
+install_ziglang() {
+	if python3 -c 'import ziglang' >/dev/null 2>&1; then
+		say "ziglang: already importable by $(command -v python3)"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install ziglang for $(command -v python3)"
+		return 0
+	fi
+	say "pip install --quiet ziglang (for $(command -v python3))"
+	if python3 -m pip install --quiet ziglang >/dev/null 2>&1 &&
+	   python3 -c 'import ziglang' >/dev/null 2>&1; then
+		say "ziglang: installed with pip"
+	else
+		say "WARNING: ziglang not available; the static musl builds of the containers workload will be listed as missing"
+	fi
+	return 0
+}
+
 # pprof, which the heap profiler's tests run on its dumps: the Go tool,
 # built with go where Go is (into /usr/local/bin), else gperftools'
 # google-pprof from apt.  Missing, those checks say they are skipped.
@@ -254,6 +279,7 @@ fi
 if [ "$want_python" -eq 1 ]; then
 	install_matplotlib
 	install_pytest
+	install_ziglang
 fi
 [ "$status" -eq 0 ] && say "done" || say "done, with errors"
 exit $status
