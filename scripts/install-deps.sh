@@ -16,6 +16,9 @@
 # step also builds mimalloc 3, snmalloc and rpmalloc into build/peers with
 # scripts/build-peers.sh when cargo is there (a no-op when they are built
 # and up to date); without cargo those three are listed as missing.
+# The python step also installs ziglang 0.13.0 (Zig; TLMALLOC_ZIGLANG
+# replaces the pip requirement) with pip, for the static musl
+# builds of the C++ containers workload; a failure is a warning.
 # TLMALLOC_TOOLS / TLMALLOC_PEERS replace the package lists (other names on
 # another release).
 set -u
@@ -193,6 +196,34 @@ install_pytest() {
 	return 0
 }
 
+# Zig (the Python package ziglang), whose clang and libc++ build the C++
+# containers workload as a static musl program (bench/CMakeLists.txt):
+# Debian's musl-gcc has no C++ runtime.  Zig 0.13.0, whose musl (1.2.5)
+# keeps musl's own malloc (mallocng); later ones (0.17.1 at least) put
+# Zig's allocator in its place.  Missing, those programs are not built and
+# the experiments list them as missing.
+ZIGLANG=${TLMALLOC_ZIGLANG:-ziglang==0.13.0}
+install_ziglang() {
+	local have
+	have=$(python3 -c 'import importlib.metadata as m; print("ziglang==" + m.version("ziglang"))' 2>/dev/null)
+	if [ "$have" = "$ZIGLANG" ]; then
+		say "ziglang: $have already importable by $(command -v python3)"
+		return 0
+	fi
+	if [ "$dry_run" -eq 1 ]; then
+		say "would install $ZIGLANG for $(command -v python3)"
+		return 0
+	fi
+	say "pip install --quiet $ZIGLANG (for $(command -v python3))"
+	if python3 -m pip install --quiet "$ZIGLANG" >/dev/null 2>&1 &&
+	   python3 -c 'import ziglang' >/dev/null 2>&1; then
+		say "ziglang: installed with pip"
+	else
+		say "WARNING: ziglang not available; the static musl builds of the containers workload will be listed as missing"
+	fi
+	return 0
+}
+
 # pprof, which the heap profiler's tests run on its dumps: the Go tool,
 # built with go where Go is (into /usr/local/bin), else gperftools'
 # google-pprof from apt.  Missing, those checks say they are skipped.
@@ -254,6 +285,7 @@ fi
 if [ "$want_python" -eq 1 ]; then
 	install_matplotlib
 	install_pytest
+	install_ziglang
 fi
 [ "$status" -eq 0 ] && say "done" || say "done, with errors"
 exit $status

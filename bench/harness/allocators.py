@@ -12,7 +12,8 @@ Kinds of allocator:
   ts       the ts_ API of tlmalloc: `scaling_ts --api lock` (the naive
            one-lock baseline, "tlmalloc-lock"); runs the scaling workload
            only.  tlmalloc itself runs `scaling_ts --api nolock` there.
-  musl     a static musl build of a C workload: `<program>-musl` with
+  musl     a static musl build of a workload (the C ones with musl-gcc,
+           containers with zig c++): `<program>-musl` with
            musl's own allocator ("musl"), `<program>-musl-tlmalloc` with
            tlmalloc's libtlmalloc.a linked in ("musl-tlmalloc").
 
@@ -235,16 +236,17 @@ def built_peer_allocators(peers_dir: Path) -> list[Allocator]:
 
 @dataclass(frozen=True)
 class MuslBuild:
-    """A static musl build of the C workloads: `<program><suffix>`."""
+    """A static musl build of the workloads: `<program><suffix>`."""
     name: str
     suffix: str
     what: str
 
 
 MUSL_BUILDS = (
-    MuslBuild("musl", "-musl", "static musl-gcc builds (musl's malloc)"),
+    MuslBuild("musl", "-musl",
+              "static musl builds (musl's malloc)"),
     MuslBuild("musl-tlmalloc", "-musl-tlmalloc",
-              "static musl-gcc builds with tlmalloc's libtlmalloc.a"),
+              "static musl builds with tlmalloc's libtlmalloc.a"),
 )
 
 

@@ -153,7 +153,7 @@ def command_for(program: Program,
     if alloc.kind not in APPLICABLE:
         raise NotApplicable("not applicable: %s" % (
             "the ts_ API of the scaling workload" if alloc.kind is Kind.TS
-            else "static builds of the C workloads" if alloc.kind is Kind.MUSL
+            else "static builds of the workloads" if alloc.kind is Kind.MUSL
             else "a %s allocator" % alloc.kind.value))
     if not alloc.found:
         raise Missing("allocator missing: " + alloc.note)
