@@ -95,13 +95,8 @@ static void warn_bad(const char *entry, bool profile)
 					  "profiling off\n"
 					: ": not a whole number in range; keeping "
 					  "the default\n" };
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		size_t len = strlen(parts[i]);
-		if (len > sizeof(buf) - n)
-			len = sizeof(buf) - n;
-		memcpy(buf + n, parts[i], len);
-		n += len;
-	}
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		n = tl_append(buf, n, sizeof(buf), parts[i]);
 	tl_write_stderr(buf, n);
 }
 

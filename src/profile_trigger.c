@@ -27,13 +27,8 @@ static void warn(const char *a, const char *b, const char *c, const char *d)
 	char buf[PROF_PATH_MAX + 256];
 	size_t n = 0;
 	const char *parts[] = { "tlmalloc: ", a, b, c, d, "\n" };
-	for (size_t i = 0; i < 6; i++) {
-		size_t len = strlen(parts[i]);
-		if (len > sizeof(buf) - n)
-			len = sizeof(buf) - n;
-		memcpy(buf + n, parts[i], len);
-		n += len;
-	}
+	for (size_t i = 0; i < 6; i++)
+		n = tl_append(buf, n, sizeof(buf), parts[i]);
 	tl_write_stderr(buf, n);
 }
 
