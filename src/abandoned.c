@@ -133,19 +133,15 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 		tl_purger_wake();
 }
 
-/* Hand a list's pages back: empty ones to the pool, the others onto live
- * (abandoned together, under one lock). */
-static void release_list(tl_page_list *l, tl_page_list *live)
+/* Hand a counted page back: empty to the pool, else onto live (abandoned
+ * together, under one lock). */
+static void release_page(tl_page *page, tl_page_list *live)
 {
-	tl_page *page;
-	while ((page = l->first) != NULL) {
-		tl_list_remove(l, page);
-		tl_page_collect(page);
-		if (tl_page_is_empty(page))
-			tl_pool_give_page(page);
-		else
-			tl_list_push_back(live, page);
-	}
+	tl_page_collect(page);
+	if (tl_page_is_empty(page))
+		tl_pool_give_page(page);
+	else
+		tl_list_push_back(live, page);
 }
 
 /*
@@ -181,21 +177,20 @@ void tl_pool_release_heap(tl_heap *heap)
 			continue;
 		}
 		tl_page_count_avail(q->first);
-		release_list(q, &live);
+		tl_page *page;
+		while ((page = q->first) != NULL) {
+			tl_list_remove(q, page);
+			release_page(page, &live);
+		}
 	}
 	/* full pages: avail is exact (0), only their thread frees wait */
 	tl_page *page;
 	while ((page = heap->full.first) != NULL) {
 		tl_list_remove(&heap->full, page);
-		if (page->kind == TL_PAGE_SMALL) {
+		if (page->kind == TL_PAGE_SMALL)
 			tl_list_push_back(&live, page);
-			continue;
-		}
-		tl_page_collect(page);
-		if (tl_page_is_empty(page))
-			tl_pool_give_page(page);
 		else
-			tl_list_push_back(&live, page);
+			release_page(page, &live);
 	}
 	tl_pool_abandon_pages(&live);
 	while ((page = heap->empty.first) != NULL) {
