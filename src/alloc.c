@@ -64,7 +64,7 @@ void *tl_malloc_slow(size_t size)
 	if (size - (TL_DIRECT_MAX + 1) < TL_MEDIUM_MAX - TL_DIRECT_MAX) {
 		tl_page *page = tl_queue_local[tl_size_to_class(size)].first;
 		if (page != NULL) {
-			tl_block *block = tl_page_pop_or_swap(page);
+			tl_block *block = tl_page_pop_recent(page);
 			if (tl_likely(block != NULL))
 				return block;
 		}

@@ -9,8 +9,8 @@
  * goes to one noinline generic function (alloc.c, free.c).
  *
  *   tl_malloc_local   the calling thread's malloc: the direct table in TLS,
- *                     pop free, else swap in local_free and pop; else
- *                     tl_malloc_slow
+ *                     pop local_free (the latest frees), else free;
+ *                     else tl_malloc_slow
  *   tl_free_local     the calling thread's free: segment and slice of p by
  *                     mask and shift, owner word against the thread
  *                     pointer, the checks, push on local_free; else
@@ -102,6 +102,14 @@ static inline void tl_page_take_head(tl_page *page, tl_block *block)
 	tl_block_taken(page, block);
 }
 
+/* The same for the first block of local_free, the owner's latest free:
+ * malloc takes it before free's, while it is still in the cache. */
+static inline void tl_page_take_local(tl_page *page, tl_block *block)
+{
+	page->local_free = tl_link_decode(page, block, block->next);
+	tl_block_taken(page, block);
+}
+
 static inline tl_block *tl_page_pop(tl_page *page)
 {
 	tl_block *block = page->free;
@@ -129,47 +137,32 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 }
 
 /*
- * Pop a block of a heap's current page for its size: from free, or when
- * free ran dry, from the owner's frees swapped in; NULL when both are empty
+ * Pop a block of a heap's current page for its size: the owner's latest
+ * free first (local_free), else free; NULL when both are empty
  * (tl_malloc_local below does the same for the direct table's sizes).
  */
-static inline tl_block *tl_page_pop_or_swap(tl_page *page)
+static inline tl_block *tl_page_pop_recent(tl_page *page)
 {
-	tl_block *block = page->free;
-	if (tl_unlikely(block == NULL)) {
-		block = page->local_free;
-		if (tl_unlikely(block == NULL))
-			return NULL;
-		page->local_free = NULL;
-		tl_fork_order();
+	tl_block *block = page->local_free;
+	if (tl_likely(block != NULL)) {
+		tl_page_take_local(page, block);
+		return block;
 	}
-	tl_page_take_head(page, block);
-	return block;
+	return tl_page_pop(page);
 }
 
 /*
- * The calling thread's malloc: its direct table sits in TLS.  When the
- * page's free list is dry, its own frees usually wait in local_free: take
- * them here, so a hot page cycles without leaving the inline path.
+ * The calling thread's malloc: its direct table sits in TLS.  The page's
+ * latest frees come first (local_free, still in the cache), then free, so
+ * a hot page cycles without leaving the inline path.
  */
 static inline void *tl_malloc_local(size_t size)
 {
-	/* tl_page_pop_or_swap's steps, written out: through it, compilers
-	 * spend a register move more on this path. */
 	if (tl_likely(size <= TL_DIRECT_MAX)) {
-		tl_page *page = tl_direct_local[(size + 15) >> 4];
-		tl_block *block = page->free;
-		if (tl_likely(block != NULL)) {
-			tl_page_take_head(page, block);
+		tl_block *block =
+			tl_page_pop_recent(tl_direct_local[(size + 15) >> 4]);
+		if (tl_likely(block != NULL))
 			return block;
-		}
-		block = page->local_free;
-		if (tl_likely(block != NULL)) {
-			page->local_free = NULL;
-			tl_fork_order();
-			tl_page_take_head(page, block);
-			return block;
-		}
 	}
 	return tl_malloc_slow(size);
 }
