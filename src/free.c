@@ -373,8 +373,9 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 /* A sized free that missed the fast path is most often another thread's
  * block of a small or medium page with the right size (larson --free
  * sized: two in three frees): one segment lookup and the size against its
- * page, then the generic path, as tl_free_slow would go.  False if it is
- * not that case (the full check decides then). */
+ * page, read from the line other threads' frees read (a page's owner word
+ * tells a huge one), then the generic path, as tl_free_slow would go.
+ * False if it is not that case (the full check decides then). */
 static bool free_sized_remote(void *p, size_t size)
 {
 	if (TL_SECURE || p == NULL || !tl_segment_is_ours(p))
@@ -386,7 +387,7 @@ static bool free_sized_remote(void *p, size_t size)
 		owner = tl_uptr_load_relaxed(&page->owner);
 	}
 	if (owner == TL_OWNER_FREE || owner == TL_OWNER_HUGE ||
-	    page->kind == TL_PAGE_HUGE || !tl_page_holds_size(page, size))
+	    !tl_page_holds_size_remote(page, size))
 		return false;
 	free_generic(tl_heap_local, slice, p);
 	tl_purger_poll();

@@ -193,6 +193,22 @@ static inline bool tl_page_holds_size(const tl_page *page, size_t size)
 	       size >= __atomic_load_n(&page->sized_min, __ATOMIC_RELAXED);
 }
 
+/*
+ * The same, as another thread's free asks it: from the page's second
+ * cache line alone (types.h), so that the free does not pull in the line
+ * the owner's malloc writes.  size <= block_size is (size - 1) * div_magic
+ * not wrapping: div_magic is 2^64 / block_size rounded up and block sizes
+ * are below 2^32 (tl_block_in_page's division, run backwards).  Size 0
+ * answers false.
+ */
+static inline bool tl_page_holds_size_remote(const tl_page *page, size_t size)
+{
+	uint64_t product;
+	return !__builtin_mul_overflow((uint64_t)size - 1, page->div_magic,
+				       &product) &&
+	       size >= __atomic_load_n(&page->sized_min, __ATOMIC_RELAXED);
+}
+
 /* The owner hands out a block of page for a request as small as min
  * bytes (a young group's, an out-of-memory fallback's): a sized free of
  * that size must pass from now on. */

@@ -6,7 +6,8 @@
  * interior pointer, or a block start past the carved part, through (or
  * reject a real block).  And tl_size_to_class gives every size up to
  * TL_MEDIUM_MAX the smallest class that holds it (malloc's generic path
- * and the class queues' path).
+ * and the class queues' path).  And another thread's sized free tests a
+ * size against a page as the owner's does (tl_page_holds_size_remote).
  */
 #include <stdio.h>
 
@@ -50,5 +51,29 @@ int main(void)
 			fprintf(stderr, "size %zu: class %u\n", size, cls);
 	}
 	printf("%d sizes classed, %lu wrong\n", TL_MEDIUM_MAX + 1, misclassed);
-	return wrong == 0 && misclassed == 0 ? 0 : 1;
+	/* Another thread's sized free tests the size without block_size
+	 * (tl_page_holds_size_remote): the same answer for every class, at
+	 * every size up to twice the block, and sized_min anywhere. */
+	unsigned long unequal = 0;
+	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+		tl_page page = { 0 };
+		page.block_size = tl_class_size[cls];
+		page.div_magic = UINT64_MAX / page.block_size + 1;
+		uint32_t mins[] = { 1, tl_class_min(cls), page.block_size };
+		for (unsigned m = 0; m < 3; m++) {
+			page.sized_min = mins[m];
+			for (size_t size = 1; size <= 2 * page.block_size;
+			     size++) {
+				if (tl_page_holds_size_remote(&page, size) ==
+				    tl_page_holds_size(&page, size))
+					continue;
+				if (unequal++ < 10)
+					fprintf(stderr, "class %u, min %u: size "
+						"%zu answered wrong\n", cls,
+						mins[m], size);
+			}
+		}
+	}
+	printf("sizes against every class, %lu answered wrong\n", unequal);
+	return wrong == 0 && misclassed == 0 && unequal == 0 ? 0 : 1;
 }
