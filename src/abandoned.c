@@ -226,6 +226,24 @@ static void give_unowned_locked(tl_page *page, uint64_t now)
 }
 
 /*
+ * Whether collecting an abandoned page's frees could empty it.  A counted
+ * page holds avail + thread_free's count free blocks when its own frees
+ * were collected: one that stays short of its capacity is passed by with
+ * no walk of the blocks other threads freed (cold ones, under the lock).
+ */
+static bool may_empty_locked(const tl_page *page)
+{
+	if (page->uncounted)
+		return true;
+	uintptr_t w = tl_uptr_load_relaxed(&page->thread_free);
+	if (w == 0)
+		return false;
+	if (page->local_free != NULL || page->reserved >= TL_REMOTE_COUNT_MAX)
+		return true;
+	return page->avail + tl_remote_count(w) >= page->capacity;
+}
+
+/*
  * Abandoned pages whose blocks other threads have all freed since come back
  * to the pool as free, dirty pages, due now.  Nobody owns an abandoned page:
  * under the pool lock its lists are ours to count (other threads only push
@@ -238,8 +256,7 @@ void tl_pool_reclaim_abandoned_locked(uint64_t now)
 		for (page = tl_pool.abandoned[cls].first; page != NULL;
 		     page = next) {
 			next = page->next;
-			if (tl_uptr_load_relaxed(&page->thread_free) == 0 &&
-			    !page->uncounted)
+			if (!may_empty_locked(page))
 				continue;
 			count_uncounted_locked(page);
 			tl_page_collect(page);
