@@ -74,7 +74,13 @@ void *tl_malloc_slow(size_t size)
 		if (g != NULL)
 			return g;
 	}
-	void *p = tl_malloc_generic(tl_heap_local, size);
+	/* A heap that samples goes to the profiler at once: the end of a
+	 * chain (profile.c) is most of its slow paths; a jump, so a sample's
+	 * stack has no frame of this function. */
+	tl_heap *heap = tl_heap_local;
+	if (tl_unlikely(heap->prof != NULL))
+		return tl_profile_malloc(heap, size);
+	void *p = tl_malloc_generic(heap, size);
 	tl_purger_poll();
 	return p;
 }
