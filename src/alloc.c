@@ -57,7 +57,8 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
  * before the generic path, which finds a page.  A heap that has none
  * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
  * queue there.  What would reach the generic path may be a guarded sample
- * instead (guarded.c), when the option guarded_rate is on.
+ * instead (guarded.c), when the option guarded_rate is on; a heap that
+ * samples for the heap profiler goes to it instead of the generic path.
  */
 void *tl_malloc_slow(size_t size)
 {

@@ -22,8 +22,8 @@
  * table at its proxies: per class, a page descriptor holding a chain cut
  * from the class's head page, exactly as many blocks as come before the
  * class's next sample, and no local_free; the inline fast path pops those
- * and, when the chain is done, finds both lists empty and calls the
- * generic path, which lands here: that allocation is the sample, or the
+ * and, when the chain is done, finds both lists empty and calls
+ * tl_malloc_slow, which jumps here: that allocation is the sample, or the
  * chain ran short of the countdown (the head page had fewer blocks) and
  * is cut again.  Sizes above the direct table find every class queue empty
  * (tl_profile_no_queue) and come here each time.  With profiling off none
@@ -444,7 +444,7 @@ unsigned tl_profile_stack(uintptr_t *pc)
  * the stack starts at its frame: one frame fewer to unwind.
  */
 static TL_ALWAYS_INLINE void *sample(size_t size, double s,
-				struct tl_profile_heap *ph)
+				     struct tl_profile_heap *ph)
 {
 	uintptr_t pc[PROF_DEPTH];
 	in_profiler = true;
