@@ -15,6 +15,9 @@
 #                  stacks (src/profile.c).  Debian's musl-gcc links the
 #                  host's libgcc_eh, built for glibc, which does not: there
 #                  the profiler says so and stays off.
+#   TL_SECTION_RETAIN the assembler takes the section flag "R"
+#                  (SHF_GNU_RETAIN; GNU as 2.36, LLVM 13): free's probes
+#                  (include/tlmalloc/fastpath.h) survive --gc-sections
 include(CheckSymbolExists)
 include(CheckCSourceCompiles)
 check_symbol_exists(__GLIBC__ features.h TL_GLIBC)
@@ -23,6 +26,11 @@ check_c_source_compiles("
 static _Unwind_Reason_Code f(struct _Unwind_Context *c, void *a)
 { (void)c; (void)a; return _URC_NO_REASON; }
 int main(void) { _Unwind_Backtrace(f, 0); return 0; }" TL_HAVE_UNWIND)
+# (The directive is made by stringizing: no backslash to escape.)
+check_c_source_compiles([=[
+#define S(...) #__VA_ARGS__
+__asm__(S(.pushsection tl_retain_check,"aR") ";" S(.popsection));
+int main(void) { return 0; }]=] TL_SECTION_RETAIN)
 if(TL_GLIBC)
   enable_language(CXX)
   set(TL_CXX ON)

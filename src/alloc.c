@@ -57,7 +57,8 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
  * before the generic path, which finds a page.  A heap that has none
  * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
  * queue there.  What would reach the generic path may be a guarded sample
- * instead (guarded.c), when the option guarded_rate is on.
+ * instead (guarded.c), when the option guarded_rate is on; a heap that
+ * samples for the heap profiler goes to it instead of the generic path.
  */
 void *tl_malloc_slow(size_t size)
 {
@@ -74,7 +75,13 @@ void *tl_malloc_slow(size_t size)
 		if (g != NULL)
 			return g;
 	}
-	void *p = tl_malloc_generic(tl_heap_local, size);
+	/* A heap that samples goes to the profiler at once: the end of a
+	 * chain (profile.c) is most of its slow paths; a jump, so a sample's
+	 * stack has no frame of this function. */
+	tl_heap *heap = tl_heap_local;
+	if (tl_unlikely(heap->prof != NULL))
+		return tl_profile_malloc(heap, size);
+	void *p = tl_malloc_generic(heap, size);
 	tl_purger_poll();
 	return p;
 }

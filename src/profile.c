@@ -22,8 +22,8 @@
  * table at its proxies: per class, a page descriptor holding a chain cut
  * from the class's head page, exactly as many blocks as come before the
  * class's next sample, and no local_free; the inline fast path pops those
- * and, when the chain is done, finds both lists empty and calls the
- * generic path, which lands here: that allocation is the sample, or the
+ * and, when the chain is done, finds both lists empty and calls
+ * tl_malloc_slow, which jumps here: that allocation is the sample, or the
  * chain ran short of the countdown (the head page had fewer blocks) and
  * is cut again.  Sizes above the direct table find every class queue empty
  * (tl_profile_no_queue) and come here each time.  With profiling off none
@@ -353,7 +353,6 @@ void tl_profile_heap_detach(tl_heap *heap)
 
 /* ---- stacks ---- */
 
-static void *sample(size_t size, double s, struct tl_profile_heap *ph);
 static void *profile_malloc(tl_heap *heap, size_t size);
 
 #if TL_HAVE_UNWIND
@@ -375,7 +374,6 @@ void *_ZnamRKSt9nothrow_t(size_t n, const void *tag);
 static bool frame_is_ours(uintptr_t fn)
 {
 	const uintptr_t ours[] = {
-		(uintptr_t)sample,
 		(uintptr_t)profile_malloc, (uintptr_t)tl_profile_malloc,
 		(uintptr_t)tl_malloc_generic,
 		(uintptr_t)tl_malloc_slow, (uintptr_t)tl_heap_alloc,
@@ -442,10 +440,11 @@ unsigned tl_profile_stack(uintptr_t *pc)
  * An allocation of size bytes is sampled, from a stream whose allocations
  * are s bytes each (the block size of its class, for the countdown): it
  * stands for 1 / p(s) allocations of size bytes.  Its block comes from
- * tl_profile_blocks; NULL if it cannot.
+ * tl_profile_blocks; NULL if it cannot.  Inlined into profile_malloc, so
+ * the stack starts at its frame: one frame fewer to unwind.
  */
-static TL_NOINLINE void *sample(size_t size, double s,
-				struct tl_profile_heap *ph)
+static TL_ALWAYS_INLINE void *sample(size_t size, double s,
+				     struct tl_profile_heap *ph)
 {
 	uintptr_t pc[PROF_DEPTH];
 	in_profiler = true;
@@ -467,8 +466,9 @@ static void dump_if_pending(void)
 		tl_prof_dump_pending();
 }
 
-static void *malloc_direct(tl_heap *heap, struct tl_profile_heap *ph,
-			   size_t size)
+static TL_ALWAYS_INLINE void *malloc_direct(tl_heap *heap,
+					     struct tl_profile_heap *ph,
+					     size_t size)
 {
 	unsigned cls = slot_class(heap, size);
 	proxy_settle(heap, ph, cls);
@@ -494,7 +494,7 @@ static void *malloc_direct(tl_heap *heap, struct tl_profile_heap *ph,
 	return p;
 }
 
-static TL_NOINLINE void *profile_malloc(tl_heap *heap, size_t size)
+static TL_ALWAYS_INLINE void *profile_malloc_steps(tl_heap *heap, size_t size)
 {
 	struct tl_profile_heap *ph = heap->prof;
 	if (in_profiler)
@@ -519,6 +519,15 @@ static TL_NOINLINE void *profile_malloc(tl_heap *heap, size_t size)
 	ph->bytes_left = (uint64_t)draw(ph);
 	void *p = sample(size, (double)s, ph);
 	return p != NULL ? p : tl_heap_alloc(heap, size);
+}
+
+/* tl_malloc_slow jumps to the profiler without polling the purger
+ * (internal.h); every way but proxy_rechain's polls it here. */
+static TL_NOINLINE void *profile_malloc(tl_heap *heap, size_t size)
+{
+	void *p = profile_malloc_steps(heap, size);
+	tl_purger_poll();
+	return p;
 }
 
 /* The end of a chain, the usual case first (proxy_rechain), small enough

@@ -54,12 +54,23 @@ static inline uintptr_t tl_page_owner_fast(const tl_page *page)
  * arm64).  A fault there is a free of a pointer whose 4 MiB-aligned base
  * is unmapped, which fault.c reports.  On other machines, and under
  * ThreadSanitizer, the read is plain and such a free is a SIGSEGV.
+ *
+ * The section is marked retained ("R", SHF_GNU_RETAIN) where the assembler
+ * knows the flag (TL_SECTION_RETAIN, cmake/platform.cmake): nothing refers
+ * to it but fault.c's __start_/__stop_ symbols, which keep no section
+ * under lld's --gc-sections (its -z start-stop-gc, zig's default), so a
+ * static link there would drop it and fail on those symbols.
  */
 #if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
 	!defined(__SANITIZE_THREAD__)
 #define TL_FREE_PROBES 1
+#if !defined(TL_SECTION_RETAIN) || TL_SECTION_RETAIN
+#define TL_FREE_PROBE_FLAGS "\"aR\""
+#else
+#define TL_FREE_PROBE_FLAGS "\"a\""
+#endif
 #define TL_FREE_PROBE_RECORD \
-		".pushsection tl_free_probes,\"a\"\n\t" \
+		".pushsection tl_free_probes," TL_FREE_PROBE_FLAGS "\n\t" \
 		".balign 4\n\t" \
 		".long 1b - .\n\t" \
 		".popsection\n\t"
