@@ -49,12 +49,11 @@ void tl_secure_modified(const void *block)
 /* 16 bytes, compared as one (a vector register where there is one). */
 typedef uint64_t fill_chunk __attribute__((vector_size(16)));
 
-/* A block marked filled must still hold TL_SECURE_FILL past its first two
- * words when malloc takes it (a block marked so is at most
- * TL_SECURE_FILL_MAX).  Blocks are 16-byte aligned and their sizes
- * multiples of 16: the fill is whole chunks of 16, read as such (no
- * scalar head or tail to handle). */
-void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+/* Whether a block marked filled still holds TL_SECURE_FILL past its first
+ * two words (a block marked so is at most TL_SECURE_FILL_MAX).  Blocks are
+ * 16-byte aligned and their sizes multiples of 16: the fill is whole
+ * chunks of 16, read as such (no scalar head or tail to handle). */
+static bool fill_intact(const tl_page *page, const tl_block *block)
 {
 	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
 	const fill_chunk fill = { word, word };
@@ -64,7 +63,13 @@ void tl_secure_check_fill(const tl_page *page, const tl_block *block)
 	fill_chunk diff = { 0, 0 };
 	for (; c < end; c++)
 		diff |= *c ^ fill;
-	if (tl_unlikely((diff[0] | diff[1]) != 0))
+	return (diff[0] | diff[1]) == 0;
+}
+
+/* A block marked filled must still hold its fill when malloc takes it. */
+void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+{
+	if (tl_unlikely(!fill_intact(page, block)))
 		tl_fatal("malloc", block,
 			 "free block modified (write after free)");
 }
@@ -315,9 +320,14 @@ void tl_free_released(tl_heap *heap, tl_block *block)
 {
 	tl_page *page = tl_page_of(tl_segment_of(block), block);
 	uintptr_t mark = block->mark ^ TL_SECURE_QUARANTINED;
-	if (tl_unlikely(((mark ^ tl_free_mark(page, block)) >
-			 TL_SECURE_UNFILLED) ||
-			!tl_quarantine_intact(block)))
+	uintptr_t d = mark ^ tl_free_mark(page, block);
+	/* its mark and link, and its fill (if it has one and the check is
+	 * on): a write in its time in the quarantine is found here, whether
+	 * or not the block is ever handed out again */
+	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
+			!tl_quarantine_intact(block) ||
+			(d == 0 && tl_option(TL_OPT_secure_fill_check) &&
+			 !fill_intact(page, block))))
 		tl_fatal("free", block,
 			 "quarantined block modified (write after free)");
 	/* a full page of the heap's own too goes by thread_free, which the

@@ -660,12 +660,13 @@ void tl_secure_check_fill(const tl_page *page, const tl_block *block)
  * Canaries (canary.c, option secure_canary): with them on, a malloc of n
  * bytes up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more, and
  * a block of a small or medium page up to TL_SECURE_FILL_MAX carries, right after its
- * n bytes, a canary of TL_CANARY_BYTES keyed by its page's secret and its
- * address, and n in its last two bytes.  free, realloc and
- * malloc_usable_size check the canary; malloc_usable_size says n.
+ * n bytes, a canary of 6 to TL_CANARY_MAX bytes (a 0, then bytes keyed by
+ * its page's secret and its address), and n in its last two bytes.  free,
+ * realloc and malloc_usable_size check the canary; malloc_usable_size
+ * says n.
  */
-#define TL_CANARY_BYTES 6
-#define TL_CANARY_TAIL ((size_t)8)	/* the canary, and n in 2 bytes */
+#define TL_CANARY_MAX 8	/* the canary's bytes where the block has room */
+#define TL_CANARY_TAIL ((size_t)8)	/* 6 bytes of canary, and n in 2 */
 /* TL_CANARY_TAIL, or 0 with canaries off (decided once, at the first
  * malloc: -1 until then). */
 extern int tl_canary_state;

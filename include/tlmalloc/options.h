@@ -76,12 +76,20 @@
 	  "does not (faster).  Blocks up to 64 KiB, as the fill.  Other "    \
 	  "builds take 0 alone.")                                            \
 	X(secure_canary, TL_SECURE, 0, TL_SECURE,                            \
-	  "The secure variant's canaries: 1 (its default) puts 6 secret "    \
+	  "The secure variant's canaries: 1 (its default) puts 6 to 8 "      \
 	  "bytes right after the requested size of every block up to 64 "    \
 	  "KiB (8 bytes more asked of each malloc) and checks them at free, "\
 	  "realloc and malloc_usable_size: an overflow of the block is "     \
 	  "reported on stderr, then abort; 0: none.  Read at the first "     \
 	  "malloc only.  Other builds take 0 alone.")                        \
+	X(secure_canary_nul, TL_SECURE, 0, TL_SECURE,                        \
+	  "The first byte of the secure variant's canaries: 1 (its default) "\
+	  "makes it 0, so a string the program left unterminated ends right "\
+	  "after the block's requested size (a read past it stops there), "  \
+	  "and a 0 written one past the end (an off-by-one terminator) "     \
+	  "changes nothing and is not reported; 0 makes it secret too, so "  \
+	  "that write is reported at free.  Read at the first malloc only.  "\
+	  "Other builds take 0 alone.")                                      \
 	X(secure_quarantine, 64 * TL_SECURE, 0, 256 * TL_SECURE,              \
 	  "The secure variant's quarantine: each thread holds its last N "   \
 	  "freed blocks (up to 64 KiB each) before they can be reused, so "  \

@@ -17,15 +17,23 @@
  *                                the quarantine, when malloc pops it)
  *   interior_free_missed         free of a pointer into the middle of a block
  *   write_after_free_missed      a byte written into a freed block past its
- *                                first two words (malloc(0x...): free block
+ *                                first two words, found when it leaves the
+ *                                quarantine (free(0x...): quarantined block
  *                                modified (write after free)), for blocks of
- *                                48 bytes and of 64 KiB (the fill's limit)
+ *                                48 bytes and of 64 KiB (the fill's limit);
+ *                                without the quarantine, when malloc reuses
+ *                                it (malloc(0x...): free block modified ...)
+ *   write_after_free_unreused_missed  the same write into a block that no
+ *                                malloc reuses afterwards: found when it
+ *                                leaves the quarantine
  *   canary_overflow_missed       one byte written past a 24-byte block (a
  *                                32-byte class: in the slack), then free;
  *                                also 8 bytes past a 100-byte block, one
- *                                past an 8-byte block, and realloc after
- *                                an overflow (CALL(0x...): canary
- *                                overwritten (buffer overflow))
+ *                                past an 8-byte block (a 0: with
+ *                                secure_canary_nul 0), the 8th byte past
+ *                                blocks of 8 and 100 bytes alone, and
+ *                                realloc after an overflow (CALL(0x...):
+ *                                canary overwritten (buffer overflow))
  *   double_free_after_reuse_missed  free(p), mallocs of its size, free(p):
  *                                the quarantine still holds p (without it,
  *                                checked too, p was handed out again and
@@ -40,6 +48,10 @@
  *                                (up to 64 KiB - 8); every one of those
  *                                bytes may be written; realloc in place
  *                                moves the canary; aligned blocks keep it
+ *   canary_nul_missing           the byte after a block's requested size
+ *                                is 0: a string filling the block ends
+ *                                there, and a 0 written there (an
+ *                                off-by-one terminator) is harmless
  *   canary_option_ignored        with TLMALLOC_SECURE_CANARY=0 the overflow
  *                                goes unreported (and usable sizes are the
  *                                blocks'); tl_option_set changes nothing
@@ -216,6 +228,17 @@ static void write_after_free_large_child(void)
 	printf("not detected\n");
 }
 
+/* A write after free into a block of a size no later malloc asks for. */
+static void write_after_free_unreused_child(void)
+{
+	char *volatile p = malloc(128);
+	CHECK(p != NULL);
+	free(p);
+	p[65] = 'a';
+	push_out_quarantine();	/* of 16-byte blocks */
+	printf("not detected\n");
+}
+
 static void overflow_child(void)
 {
 	char *volatile p = malloc(24);
@@ -234,6 +257,26 @@ static void overflow_8_child(void)
 	printf("not detected\n");
 }
 
+/* The 8th byte past the n bytes asked for, alone (the others intact). */
+static void overflow_last(size_t n)
+{
+	char *volatile p = malloc(n);
+	CHECK(p != NULL);
+	p[n + 7] ^= 1;
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_last_8_child(void)
+{
+	overflow_last(8);
+}
+
+static void overflow_last_100_child(void)
+{
+	overflow_last(100);
+}
+
 static void overflow_full_child(void)
 {
 	char *volatile p = malloc(8);
@@ -247,7 +290,7 @@ static void overflow_realloc_child(void)
 {
 	char *volatile p = malloc(40);
 	CHECK(p != NULL);
-	p[40] = 0;
+	p[40] = 'x';
 	p = realloc(p, 41);
 	printf("not detected\n");
 }
@@ -280,10 +323,10 @@ static void use_after_free_link_missed(void)
 
 static void write_after_free_missed(void)
 {
-	child_expect_abort("write_after_free_missed", "malloc",
-			   "free block modified (write after free)");
-	child_expect_abort("write_after_free_large_missed", "malloc",
-			   "free block modified (write after free)");
+	child_expect_abort("write_after_free_missed", "free",
+			   "quarantined block modified (write after free)");
+	child_expect_abort("write_after_free_large_missed", "free",
+			   "quarantined block modified (write after free)");
 	child_expect_abort_env("write_after_free_missed",
 			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
 			       "free block modified (write after free)");
@@ -348,10 +391,13 @@ static void quarantine_reuses_early(void)
 static void canary_overflow_missed(void)
 {
 	static const char *const names[] = { "overflow_1", "overflow_8",
-					     "overflow_full" };
-	for (size_t i = 0; i < 3; i++)
+					     "overflow_last_8",
+					     "overflow_last_100" };
+	for (size_t i = 0; i < 4; i++)
 		child_expect_abort(names[i], "free",
 				   "canary overwritten (buffer overflow)");
+	child_expect_abort_env("overflow_full", "TLMALLOC_SECURE_CANARY_NUL=0",
+			       "free", "canary overwritten (buffer overflow)");
 	child_expect_abort("overflow_realloc", "realloc",
 			   "canary overwritten (buffer overflow)");
 }
@@ -388,6 +434,23 @@ static void canary_usable_size_wrong(void)
 	p = malloc(65536 + 1);
 	CHECK(p != NULL && malloc_usable_size(p) > 65536 + 1);
 	free(p);
+}
+
+/* The canary's first byte is 0 (secure_canary_nul, on by default). */
+static void canary_nul_missing(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_canary_nul", &v) == 0 && v == 1);
+	static const size_t sizes[] = { 1, 8, 16, 24, 100, 1000, 4096 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *volatile p = malloc(n);
+		CHECK(p != NULL);
+		memset(p, 'a', n);
+		CHECKF(strlen(p) == n, "%zu for %zu", strlen(p), n);
+		p[n] = 0;	/* the terminator one past the end */
+		free(p);
+	}
 }
 
 static void canary_option_ignored(void)
@@ -621,6 +684,9 @@ static const struct test_case cases[] = {
 	TEST_DEATH(interior_free_missed, interior_free_child,
 		   "free", "not the start of a block"),
 	TEST_CHILD(write_after_free_missed, write_after_free_child),
+	TEST_DEATH(write_after_free_unreused_missed,
+		   write_after_free_unreused_child, "free",
+		   "quarantined block modified (write after free)"),
 	TEST_CASE(fill_check_option_ignored),
 	TEST_CHILD(double_free_after_reuse_missed,
 		   double_free_after_reuse_child),
@@ -629,6 +695,7 @@ static const struct test_case cases[] = {
 	TEST_DEATH(sized_free_larger_missed, sized_free_larger_child,
 		   "free_sized", "size 21 does not match the block (20 bytes)"),
 	TEST_CASE(canary_usable_size_wrong),
+	TEST_CASE(canary_nul_missing),
 	TEST_CASE(canary_option_ignored),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
@@ -641,6 +708,8 @@ static const struct test_case cases[] = {
 	  NULL, NULL },
 	{ "overflow_1", NULL, overflow_child, NULL, NULL },
 	{ "overflow_8", NULL, overflow_8_child, NULL, NULL },
+	{ "overflow_last_8", NULL, overflow_last_8_child, NULL, NULL },
+	{ "overflow_last_100", NULL, overflow_last_100_child, NULL, NULL },
 	{ "overflow_full", NULL, overflow_full_child, NULL, NULL },
 	{ "overflow_realloc", NULL, overflow_realloc_child, NULL, NULL },
 	{ "usable_size_of_24", NULL, usable_size_of_24_child, NULL, NULL },
