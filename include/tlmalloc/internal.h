@@ -346,6 +346,9 @@ bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 			  size_t n);
 /* Unmap a segment the pool already dropped. */
 void tl_segment_unmap(tl_segment *seg);
+/* The same, its addresses left reserved and inaccessible (tl_os_reserve);
+ * false if the OS refused that and the segment was unmapped instead. */
+bool tl_segment_retire(tl_segment *seg);
 /* Clear a huge segment's bit in the ownership bitmap while it moves
  * (tl_os_remap_moved), and set it at its new place after. */
 void tl_segment_forget(tl_segment *seg);
@@ -648,6 +651,13 @@ void tl_quarantine_flush(tl_heap *heap);
 /* Free for real a block that leaves a quarantine of heap; checks that its
  * mark and link were left alone while it waited. */
 void tl_free_released(tl_heap *heap, tl_block *block);
+
+/* The secure build's quarantine of freed huge blocks' addresses
+ * (huge_quarantine.c, option secure_huge_quarantine, at most
+ * TL_HUGE_QUARANTINE_MAX): true if it took seg, which the pool no longer
+ * holds then. */
+#define TL_HUGE_QUARANTINE_MAX 1024
+bool tl_huge_quarantine_hold(tl_segment *seg);
 
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);

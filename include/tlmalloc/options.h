@@ -102,6 +102,14 @@
 	  "default) unmaps one at its free, so that a read or write after "  \
 	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
 	  "for reuse (faster).  Other builds take 0 alone.")                 \
+	X(secure_huge_quarantine, 256 * TL_SECURE, 0, 1024 * TL_SECURE,      \
+	  "The secure variant's quarantine of huge blocks' addresses: a "    \
+	  "huge block that free unmaps (secure_huge_unmap) leaves its "      \
+	  "addresses reserved and inaccessible for the next N such frees "   \
+	  "(at most 1 GiB of addresses in all), so that a later malloc "     \
+	  "cannot get them and a read or write after free keeps faulting; "  \
+	  "0: they are given back at once.  Lowered at run time, the ones "  \
+	  "past the new N stay reserved.  Other builds take 0 alone.")       \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

@@ -32,6 +32,10 @@ size_t tl_os_page_size(void);
  */
 void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset);
 void tl_os_unmap(void *addr, size_t size);
+/* Replace the pages at addr with a mapping that cannot be accessed and
+ * holds no memory (the addresses stay reserved); false when the OS
+ * refuses. */
+bool tl_os_reserve(void *addr, size_t size);
 
 /* Give the pages back; they read as zero afterwards. */
 void tl_os_purge(void *addr, size_t size);

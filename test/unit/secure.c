@@ -73,6 +73,11 @@
  *   huge_use_after_free_unseen   a freed block of 256 KiB is unmapped
  *                                (reads fault); with secure_huge_unmap 0,
  *                                cached (they do not)
+ *   huge_addresses_reused        a freed 256 KiB block's addresses stay
+ *                                reserved (reads fault) while later
+ *                                mallocs of its size are served elsewhere;
+ *                                the oldest of N (secure_huge_quarantine)
+ *                                is unmapped; with 0, at once
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
@@ -671,6 +676,47 @@ static void not_secure_library(void)
 	}
 }
 
+/* Whether the page at p is mapped (accessible or not). */
+static int reserved(void *p)
+{
+	unsigned char vec;
+	return mincore(p, 1, &vec) == 0;
+}
+
+static void huge_addresses_reused(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_huge_quarantine", &v) == 0 && v == 256);
+	size_t size = 256 << 10;
+	char *p = malloc(size), *q[8];
+	CHECK(p != NULL);
+	free(p);
+	for (int i = 0; i < 8; i++) {
+		CHECK((q[i] = malloc(size)) != NULL);
+		memset(q[i], 'q', size);
+	}
+	CHECKF(reserved(p) && faults(p) && faults(p + (64 << 10) + 1),
+	       "a freed huge block's addresses given to a later malloc");
+	for (int i = 0; i < 8; i++)
+		free(q[i]);
+	/* a ring of 2: the third free unmaps the first */
+	CHECK(tl_option_set("secure_huge_quarantine", 2) == 0);
+	for (int i = 0; i < 3; i++)
+		CHECK((q[i] = malloc(size)) != NULL);
+	for (int i = 0; i < 3; i++)
+		free(q[i]);
+	CHECKF(!reserved(q[0]) && reserved(q[1]) && reserved(q[2]),
+	       "the ring of 2 holds %d %d %d", reserved(q[0]), reserved(q[1]),
+	       reserved(q[2]));
+	CHECK(tl_option_set("secure_huge_quarantine", 0) == 0);
+	p = malloc(size);
+	CHECK(p != NULL);
+	free(p);
+	CHECKF(!reserved(p), "held with secure_huge_quarantine 0");
+	CHECK(tl_option_set("secure_huge_quarantine", 256) == 0);
+	CHECK(tl_option_set("secure_huge_quarantine", 1025) == EINVAL);
+}
+
 static const struct test_case cases[] = {
 	TEST_CASE(not_secure_library),
 	TEST_DEATH(double_free_missed, double_free_child,
@@ -703,6 +749,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(guard_page_missing),
 	TEST_CASE(huge_guard_lost_on_realloc),
 	TEST_CASE(huge_use_after_free_unseen),
+	TEST_CASE(huge_addresses_reused),
 	/* children that other cases run (no ctest case of their own) */
 	{ "write_after_free_large_missed", NULL, write_after_free_large_child,
 	  NULL, NULL },
