@@ -199,6 +199,13 @@ static void sized_check(const char *call, const void *p, size_t size,
 	if (!tl_segment_is_ours(p)) {
 		if (tl_guarded_holds(p) && size > tl_guarded_usable(call, p))
 			size_mismatch(call, p, size, tl_guarded_usable(call, p));
+#if TL_SECURE
+		if (tl_zero_holds(p)) {
+			tl_zero_check(call, p);
+			if (size != 0)
+				size_mismatch(call, p, size, 0);
+		}
+#endif
 		return;
 	}
 	tl_segment *seg = tl_segment_of(p);
@@ -421,6 +428,12 @@ void tl_free_slow(void *p)
 			tl_guarded_free("free", p);
 			return;
 		}
+#if TL_SECURE
+		if (tl_zero_holds(p)) {
+			tl_zero_free("free", p);
+			return;
+		}
+#endif
 		tl_fatal("free", p, "not allocated by tlmalloc");
 	}
 	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);

@@ -313,6 +313,15 @@ bool tl_os_guard(void *addr, size_t size)
 	return r == 0;
 }
 
+bool tl_os_read_only(void *addr, size_t size)
+{
+	int saved = errno;
+	check_pages("mprotect", addr, size);
+	int r = mprotect(addr, size, PROT_READ);
+	errno = saved;
+	return r == 0;
+}
+
 bool tl_os_unguard(void *addr, size_t size)
 {
 	int saved = errno;

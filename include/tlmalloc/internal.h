@@ -652,6 +652,23 @@ void tl_quarantine_flush(tl_heap *heap);
  * mark and link were left alone while it waited. */
 void tl_free_released(tl_heap *heap, tl_block *block);
 
+/* The secure build's zero-size blocks (zero_size.c, option
+ * secure_zero_size): slots of a pool mapped PROT_NONE at the 4 MiB-aligned
+ * tl_zero_base (0 until it is mapped).  tl_zero_malloc serves a malloc of
+ * 0 bytes (from the pool, or as any other size when it cannot);
+ * tl_zero_check aborts naming call unless p is a live slot; free, realloc
+ * of a pointer into the pool. */
+extern tl_atomic_uptr tl_zero_base;
+static inline bool tl_zero_holds(const void *p)
+{
+	uintptr_t base = tl_uptr_load_relaxed(&tl_zero_base);
+	return base != 0 && ((uintptr_t)p & ~(TL_SEGMENT_SIZE - 1)) == base;
+}
+void *tl_zero_malloc(void) TL_NOINLINE;
+void tl_zero_check(const char *call, const void *p) TL_NOINLINE;
+void tl_zero_free(const char *call, void *p) TL_NOINLINE;
+void *tl_zero_realloc(void *p, size_t size) TL_NOINLINE;
+
 /* The secure build's quarantine of freed huge blocks' addresses
  * (huge_quarantine.c, option secure_huge_quarantine, at most
  * TL_HUGE_QUARANTINE_MAX): true if it took seg, which the pool no longer

@@ -102,6 +102,13 @@
 	  "default) unmaps one at its free, so that a read or write after "  \
 	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
 	  "for reuse (faster).  Other builds take 0 alone.")                 \
+	X(secure_zero_size, TL_SECURE, 0, TL_SECURE,                         \
+	  "The secure variant's zero-size blocks: 1 (its default) gives a "  \
+	  "malloc of 0 bytes a distinct pointer into addresses that cannot " \
+	  "be accessed, so a read or write through it faults at once; "     \
+	  "free, realloc and malloc_usable_size of it work.  0: a block "    \
+	  "for 0 bytes, as the other builds give.  Other builds take 0 "     \
+	  "alone.")                                                          \
 	X(secure_huge_quarantine, 256 * TL_SECURE, 0, 1024 * TL_SECURE,      \
 	  "The secure variant's quarantine of huge blocks' addresses: a "    \
 	  "huge block that free unmaps (secure_huge_unmap) leaves its "      \

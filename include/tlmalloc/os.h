@@ -82,6 +82,8 @@ void tl_os_random(void *buf, size_t len);
  * inaccessible, or read-write again; false when the OS refuses. */
 bool tl_os_guard(void *addr, size_t size);
 bool tl_os_unguard(void *addr, size_t size);
+/* Pages that can be read, not written; false when the OS refuses. */
+bool tl_os_read_only(void *addr, size_t size);
 /* Every build, at start-up (segment.c, tl_segment_shadow_objects): map
  * size bytes of zeros, read-only, at addr if nothing is mapped there (not
  * counted by the fault_map option); nothing otherwise. */

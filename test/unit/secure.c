@@ -78,6 +78,13 @@
  *                                mallocs of its size are served elsewhere;
  *                                the oldest of N (secure_huge_quarantine)
  *                                is unmapped; with 0, at once
+ *   zero_size_accessible         malloc(0) and calloc(0, n) give distinct
+ *                                pointers whose first byte faults;
+ *                                malloc_usable_size says 0, realloc to 10
+ *                                bytes and free_sized of 0 work; with
+ *                                secure_zero_size 0 the byte can be read
+ *   zero_size_double_free_missed free(malloc(0)) twice (free(0x...):
+ *                                double free)
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
@@ -717,6 +724,39 @@ static void huge_addresses_reused(void)
 	CHECK(tl_option_set("secure_huge_quarantine", 1025) == EINVAL);
 }
 
+static void zero_size_accessible(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_zero_size", &v) == 0 && v == 1);
+	char *p = malloc(0), *q = malloc(0), *c = calloc(0, 8);
+	CHECK(p != NULL && q != NULL && c != NULL);
+	CHECK(p != q && p != c && q != c);
+	CHECK(((uintptr_t)p & 15) == 0);
+	CHECKF(faults(p) && faults(q) && faults(c),
+	       "a zero-size block can be read");
+	CHECK(malloc_usable_size(p) == 0);
+	char *r = realloc(p, 10);
+	CHECK(r != NULL && malloc_usable_size(r) == 10);
+	memset(r, 'z', 10);
+	free(r);
+	tl_free_sized(q, 0);
+	free(c);
+	CHECK(tl_option_set("secure_zero_size", 0) == 0);
+	p = malloc(0);
+	CHECKF(p != NULL && !faults(p),
+	       "a zero-size block faults with secure_zero_size 0");
+	free(p);
+	CHECK(tl_option_set("secure_zero_size", 1) == 0);
+}
+
+static void zero_size_double_free_child(void)
+{
+	char *p = malloc(0);
+	free(p);
+	free(p);
+	printf("not detected\n");
+}
+
 static const struct test_case cases[] = {
 	TEST_CASE(not_secure_library),
 	TEST_DEATH(double_free_missed, double_free_child,
@@ -750,6 +790,9 @@ static const struct test_case cases[] = {
 	TEST_CASE(huge_guard_lost_on_realloc),
 	TEST_CASE(huge_use_after_free_unseen),
 	TEST_CASE(huge_addresses_reused),
+	TEST_CASE(zero_size_accessible),
+	TEST_DEATH(zero_size_double_free_missed, zero_size_double_free_child,
+		   "free", "double free"),
 	/* children that other cases run (no ctest case of their own) */
 	{ "write_after_free_large_missed", NULL, write_after_free_large_child,
 	  NULL, NULL },
