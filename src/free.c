@@ -66,12 +66,36 @@ static bool fill_intact(const tl_page *page, const tl_block *block)
 	return (diff[0] | diff[1]) == 0;
 }
 
-/* A block marked filled must still hold its fill when malloc takes it. */
-void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+/* A block marked filled must still hold its fill when malloc takes it;
+ * with secure_zero its bytes are zeroed in the same pass. */
+void tl_secure_take_filled(const tl_page *page, tl_block *block)
 {
-	if (tl_unlikely(!fill_intact(page, block)))
+	if (!tl_option(TL_OPT_secure_zero)) {
+		if (tl_unlikely(!fill_intact(page, block)))
+			tl_fatal("malloc", block,
+				 "free block modified (write after free)");
+		return;
+	}
+	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
+	const fill_chunk fill = { word, word }, zero = { 0, 0 };
+	fill_chunk *c = (fill_chunk *)(block + 1);
+	fill_chunk *end = (fill_chunk *)((uint8_t *)block + page->block_size);
+	fill_chunk diff = { 0, 0 };
+	for (; c < end; c++) {
+		diff |= *c ^ fill;
+		*c = zero;
+	}
+	if (tl_unlikely((diff[0] | diff[1]) != 0) &&
+	    tl_option(TL_OPT_secure_fill_check))
 		tl_fatal("malloc", block,
 			 "free block modified (write after free)");
+	block->next = NULL;
+}
+
+void tl_secure_zero(const tl_page *page, tl_block *block)
+{
+	if (page->block_size <= TL_SECURE_FILL_MAX)
+		memset(block, 0, page->block_size);
 }
 #endif
 

@@ -631,7 +631,7 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * The mark of a free block that holds no fill to check (fresh blocks,
  * blocks freed with secure_fill 0, purged ones) is tl_free_mark ^
  * TL_SECURE_UNFILLED; malloc checks the fill of the others
- * (tl_secure_check_fill, option secure_fill_check).
+ * (tl_secure_take_filled, option secure_fill_check).
  */
 #define TL_SECURE_UNFILLED ((uintptr_t)1)
 /* A block held in a quarantine (quarantine.c) carries its free mark ^
@@ -678,10 +678,14 @@ bool tl_huge_quarantine_hold(tl_segment *seg);
 
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);
-/* Aborts unless block still holds its fill (with secure_fill_check on,
- * which malloc tests first, inline). */
-void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+/* A block marked filled that malloc takes (with secure_fill_check or
+ * secure_zero on, which malloc tests first, inline): aborts unless it
+ * still holds its fill (secure_fill_check), zeroes it (secure_zero). */
+void tl_secure_take_filled(const tl_page *page, tl_block *block)
 	TL_NOINLINE;
+/* A block with no fill that malloc takes, with secure_zero on: zeroed (up
+ * to TL_SECURE_FILL_MAX). */
+void tl_secure_zero(const tl_page *page, tl_block *block) TL_NOINLINE;
 
 /*
  * Canaries (canary.c, option secure_canary): with them on, a malloc of n
@@ -803,10 +807,13 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #if TL_SECURE	/* its fill check and the unfilled mark are the secure build's */
 	uintptr_t d = block->mark ^ tl_free_mark(page, block);
 	if (tl_likely(d == 0)) {
-		if (tl_option(TL_OPT_secure_fill_check))
-			tl_secure_check_fill(page, block);
+		if (tl_option(TL_OPT_secure_fill_check) |
+		    tl_option(TL_OPT_secure_zero))
+			tl_secure_take_filled(page, block);
 	} else if (tl_unlikely(d != TL_SECURE_UNFILLED))
 		tl_secure_modified(block);
+	else if (tl_option(TL_OPT_secure_zero))
+		tl_secure_zero(page, block);
 #elif !TL_COUNTS
 	(void)page;
 #endif

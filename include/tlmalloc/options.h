@@ -102,6 +102,13 @@
 	  "default) unmaps one at its free, so that a read or write after "  \
 	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
 	  "for reuse (faster).  Other builds take 0 alone.")                 \
+	X(secure_zero, TL_SECURE, 0, TL_SECURE,                              \
+	  "The secure variant's zeroed blocks: 1 (its default) zeroes every "\
+	  "block up to 64 KiB when malloc hands it out (in the pass that "   \
+	  "checks its fill), so memory the program did not write reads 0: "  \
+	  "no data of the block's previous owner, no free-list link; 0: "    \
+	  "such bytes hold the fill (0xdf) or what was there.  Other builds "\
+	  "take 0 alone.")                                                   \
 	X(secure_zero_size, TL_SECURE, 0, TL_SECURE,                         \
 	  "The secure variant's zero-size blocks: 1 (its default) gives a "  \
 	  "malloc of 0 bytes a distinct pointer into addresses that cannot " \

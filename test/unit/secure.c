@@ -78,6 +78,10 @@
  *                                mallocs of its size are served elsewhere;
  *                                the oldest of N (secure_huge_quarantine)
  *                                is unmapped; with 0, at once
+ *   zero_missing                 every byte of a block malloc hands out (up
+ *                                to 64 KiB: fresh, reused after a free,
+ *                                after the quarantine) is 0; with
+ *                                secure_zero 0 a reused block holds 0xdf
  *   zero_size_accessible         malloc(0) and calloc(0, n) give distinct
  *                                pointers whose first byte faults;
  *                                malloc_usable_size says 0, realloc to 10
@@ -724,6 +728,48 @@ static void huge_addresses_reused(void)
 	CHECK(tl_option_set("secure_huge_quarantine", 1025) == EINVAL);
 }
 
+/* The bytes of p[0..n) that are not 0. */
+static size_t nonzero(const unsigned char *p, size_t n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		count += p[i] != 0;
+	return count;
+}
+
+static void zero_missing(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_zero", &v) == 0 && v == 1);
+	static const size_t sizes[] = { 8, 48, 1000, 8192, 65536 - 8 };
+	static unsigned char *keep[200];
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		/* fresh blocks, then the same blocks freed and reused (the
+		 * quarantine of 64 lets them out after 64 frees) */
+		for (int round = 0; round < 3; round++) {
+			for (int i = 0; i < 200; i++) {
+				keep[i] = malloc(n);
+				CHECK(keep[i] != NULL);
+				CHECKF(nonzero(keep[i], n) == 0,
+				       "%zu of %zu bytes not 0 (round %d)",
+				       nonzero(keep[i], n), n, round);
+				memset(keep[i], 0x55, n);
+			}
+			for (int i = 0; i < 200; i++)
+				free(keep[i]);
+		}
+	}
+	/* the premise: without it, a reused block holds the fill */
+	CHECK(tl_option_set("secure_zero", 0) == 0);
+	CHECK(tl_option_set("secure_quarantine", 0) == 0);
+	unsigned char *q = malloc(48);	/* one of the blocks freed above */
+	CHECKF(q != NULL && q[40] == 0xdf, "byte %#x", q[40]);
+	free(q);
+	CHECK(tl_option_set("secure_quarantine", 64) == 0);
+	CHECK(tl_option_set("secure_zero", 1) == 0);
+}
+
 static void zero_size_accessible(void)
 {
 	long v = -1;
@@ -790,6 +836,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(huge_guard_lost_on_realloc),
 	TEST_CASE(huge_use_after_free_unseen),
 	TEST_CASE(huge_addresses_reused),
+	TEST_CASE(zero_missing),
 	TEST_CASE(zero_size_accessible),
 	TEST_DEATH(zero_size_double_free_missed, zero_size_double_free_child,
 		   "free", "double free"),
