@@ -41,44 +41,38 @@ size_t tl_canary_start(void)
 {
 	tl_options_init();
 	int tail = tl_option(TL_OPT_secure_canary) ? (int)TL_CANARY_TAIL : 0;
-	/* Threads racing here all read the same option. */
-	__atomic_store_n(&tl_canary_state, tail, __ATOMIC_RELAXED);
+	int nul = tl_option(TL_OPT_secure_canary_nul) ? TL_CANARY_NUL : 0;
+	/* Threads racing here all read the same options. */
+	__atomic_store_n(&tl_canary_state, tail | nul, __ATOMIC_RELAXED);
 	return (size_t)tail;
 }
 
-/* Whether the canary's first byte is 0 (option secure_canary_nul, read
- * once, at the first canary: -1 until then). */
-static int canary_nul = -1;
-
-static bool nul_first(void)
+/* 8 bytes as they lie in memory: byte i is bits 8 i .. 8 i + 7. */
+static inline uint64_t in_memory_order(uint64_t x)
 {
-	int nul = __atomic_load_n(&canary_nul, __ATOMIC_RELAXED);
-	if (tl_unlikely(nul < 0)) {
-		tl_options_init();
-		nul = tl_option(TL_OPT_secure_canary_nul) != 0;
-		/* threads racing here all read the same option */
-		__atomic_store_n(&canary_nul, nul, __ATOMIC_RELAXED);
-	}
-	return nul != 0;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(x);
+#else
+	return x;
+#endif
 }
 
-/* The canary of the block p of page for a request of n bytes: its
- * length (6 to 8), its bytes in out. */
-static size_t canary_of(const tl_page *page, const void *p, size_t n,
-			uint8_t out[TL_CANARY_MAX])
+/* The 8 bytes of the canary of block p of page, in memory order (the
+ * first one 0 with secure_canary_nul). */
+static uint64_t canary_of(const tl_page *page, const void *p)
 {
 	uint64_t key = (uint64_t)(page->key ^ (uintptr_t)p) *
 		       0x9e3779b97f4a7c15ull;
-	size_t room = page->block_size - sizeof(uint16_t) - n;
-	size_t len = room < TL_CANARY_MAX ? room : TL_CANARY_MAX;
-	size_t first = nul_first() ? 1 : 0;
-	if (first)
-		out[0] = 0;
-	for (size_t i = first; i < len; i++)
-		out[i] = (uint8_t)(key >> (56 - 8 * i));
-	return len;
+	int state = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
+	return state & TL_CANARY_NUL ? key & ~(uint64_t)0xff : key;
 }
 
+/*
+ * The canary is written as 8 bytes at n, then n at the block's end: where
+ * the block has less than 8 bytes between them, n's 2 bytes take the
+ * canary's last ones, and a check compares the canary's bytes before them
+ * (n itself is checked by being where the canary is).
+ */
 void *tl_canary_set(void *p, size_t n, size_t tail)
 {
 	if (p == NULL || tail == 0 || tl_guarded_holds(p))
@@ -86,10 +80,11 @@ void *tl_canary_set(void *p, size_t n, size_t tail)
 	const tl_page *page = tl_page_of(tl_segment_of(p), p);
 	if (!tl_canary_page(page))
 		return p;
-	uint8_t *b = p, canary[TL_CANARY_MAX];
+	uint8_t *b = p;
+	uint64_t canary = in_memory_order(canary_of(page, p));
 	uint16_t size = (uint16_t)n;
 	tl_assert(n + TL_CANARY_TAIL <= page->block_size);
-	memcpy(b + n, canary, canary_of(page, p, n, canary));
+	memcpy(b + n, &canary, sizeof(canary));
 	memcpy(b + page->block_size - sizeof(size), &size, sizeof(size));
 	return p;
 }
@@ -97,12 +92,17 @@ void *tl_canary_set(void *p, size_t n, size_t tail)
 size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
 {
 	const uint8_t *b = p;
-	uint8_t canary[TL_CANARY_MAX];
 	uint16_t size;
+	uint64_t found;
 	memcpy(&size, b + page->block_size - sizeof(size), sizeof(size));
-	if (tl_unlikely(size > page->block_size - TL_CANARY_TAIL ||
-			memcmp(b + size, canary,
-			       canary_of(page, p, size, canary)) != 0))
+	if (tl_unlikely(size > page->block_size - TL_CANARY_TAIL))
+		tl_fatal(call, p, "canary overwritten (buffer overflow)");
+	memcpy(&found, b + size, sizeof(found));
+	size_t room = page->block_size - sizeof(size) - size;
+	uint64_t mask = room >= TL_CANARY_MAX ? ~(uint64_t)0
+					      : ((uint64_t)1 << (8 * room)) - 1;
+	if (tl_unlikely(((in_memory_order(found) ^ canary_of(page, p)) &
+			 mask) != 0))
 		tl_fatal(call, p, "canary overwritten (buffer overflow)");
 	return size;
 }

@@ -352,12 +352,12 @@ void tl_free_released(tl_heap *heap, tl_block *block)
 	tl_page *page = tl_page_of(tl_segment_of(block), block);
 	uintptr_t mark = block->mark ^ TL_SECURE_QUARANTINED;
 	uintptr_t d = mark ^ tl_free_mark(page, block);
-	/* its mark and link, and its fill (if it has one and the check is
-	 * on): a write in its time in the quarantine is found here, whether
-	 * or not the block is ever handed out again */
+	/* its mark and link, and its fill (if it has one, with
+	 * secure_quarantine_check): a write in its time in the quarantine is
+	 * found here, whether or not the block is ever handed out again */
 	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
 			!tl_quarantine_intact(block) ||
-			(d == 0 && tl_option(TL_OPT_secure_fill_check) &&
+			(d == 0 && tl_option(TL_OPT_secure_quarantine_check) &&
 			 !fill_intact(page, block))))
 		tl_fatal("free", block,
 			 "quarantined block modified (write after free)");

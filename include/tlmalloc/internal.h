@@ -698,8 +698,11 @@ void tl_secure_zero(const tl_page *page, tl_block *block) TL_NOINLINE;
  */
 #define TL_CANARY_MAX 8	/* the canary's bytes where the block has room */
 #define TL_CANARY_TAIL ((size_t)8)	/* 6 bytes of canary, and n in 2 */
-/* TL_CANARY_TAIL, or 0 with canaries off (decided once, at the first
- * malloc: -1 until then). */
+/* TL_CANARY_TAIL, or 0 with canaries off, and TL_CANARY_NUL with the
+ * canary's first byte 0 (secure_canary_nul): decided once, at the first
+ * malloc (-1 until then).  Every caller of the canary's functions has read
+ * it before (tl_canary_tail), so they read the same. */
+#define TL_CANARY_NUL 0x100
 extern int tl_canary_state;
 size_t tl_canary_start(void) TL_NOINLINE;
 /* Writes p's canary and size for a request of n bytes when tail is not 0
@@ -720,7 +723,8 @@ static inline size_t tl_canary_ask(size_t size, size_t tail)
 static inline size_t tl_canary_tail(void)
 {
 	int s = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
-	return tl_likely(s >= 0) ? (size_t)s : tl_canary_start();
+	return tl_likely(s >= 0) ? (size_t)s & (TL_CANARY_NUL - 1)
+				 : tl_canary_start();
 }
 
 /* Whether blocks of page carry canaries (with them on). */

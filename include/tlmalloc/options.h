@@ -97,6 +97,12 @@
 	  "freed blocks are reused at once.  Lowered at run time, the "      \
 	  "blocks past the new N wait for the thread's exit.  Other builds "\
 	  "take 0 alone.")                                                   \
+	X(secure_quarantine_check, TL_SECURE, 0, TL_SECURE,                  \
+	  "The secure variant's check of a block leaving the quarantine: 1 " \
+	  "(its default) checks that its fill is intact, so a write after "  \
+	  "free in its time there is reported on stderr, then abort, even "  \
+	  "if no malloc reuses the block; 0 checks its first 16 bytes only " \
+	  "(faster).  Other builds take 0 alone.")                           \
 	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
 	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
 	  "default) unmaps one at its free, so that a read or write after "  \

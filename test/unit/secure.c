@@ -56,7 +56,11 @@
  *                                goes unreported (and usable sizes are the
  *                                blocks'); tl_option_set changes nothing
  *                                after the first malloc
- *   fill_check_option_ignored    with secure_fill_check 0 the same write
+ *   quarantine_check_option_ignored  with secure_quarantine_check 0 that
+ *                                write into a block not reused goes
+ *                                unreported
+ *   fill_check_option_ignored    with secure_fill_check and
+ *                                secure_quarantine_check 0 the same write
  *                                goes unreported; fresh blocks and blocks
  *                                freed with secure_fill 0 are not checked
  *   fill_missing                 a freed block (up to 64 KiB) is filled
@@ -496,11 +500,25 @@ static void usable_size_of_24_child(void)
 	printf("%zu\n", malloc_usable_size(malloc(24)));
 }
 
+static void quarantine_check_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_quarantine_check", &v) == 0 && v == 1);
+	char out[256], err[256];
+	int st = child_run("write_after_free_unreused_missed",
+			   "TLMALLOC_SECURE_QUARANTINE_CHECK=0", out,
+			   sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+}
+
 static void fill_check_option_ignored(void)
 {
 	long v = -1;
 	CHECK(tl_option_get("secure_fill_check", &v) == 0 && v == 1);
 	CHECK(tl_option_set("secure_fill_check", 0) == 0);
+	CHECK(tl_option_set("secure_quarantine_check", 0) == 0);
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill_check", 1) == 0);
 	/* fresh blocks hold no fill; nor do blocks freed unfilled */
@@ -509,6 +527,7 @@ static void fill_check_option_ignored(void)
 	CHECK(tl_option_set("secure_fill", 0) == 0);
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill", 1) == 0);
+	CHECK(tl_option_set("secure_quarantine_check", 1) == 0);
 	CHECK(tl_option_set("secure_fill_check", 2) == EINVAL);
 }
 
@@ -819,6 +838,7 @@ static const struct test_case cases[] = {
 	TEST_DEATH(write_after_free_unreused_missed,
 		   write_after_free_unreused_child, "free",
 		   "quarantined block modified (write after free)"),
+	TEST_CASE(quarantine_check_option_ignored),
 	TEST_CASE(fill_check_option_ignored),
 	TEST_CHILD(double_free_after_reuse_missed,
 		   double_free_after_reuse_child),
