@@ -39,7 +39,7 @@
 #   runs         (the programs of the Makefile that test_smc.py gives no
 #                verdict: offset, mallinfo, mallinfo2, malloc_info,
 #                large_array_growth) exit 0.
-# Anything else fails, a time-out (10 s) included.  Two programs
+# Anything else fails, a time-out (60 s) included.  Two programs
 # (malloc_object_size, malloc_object_size_offset) ask hardened_malloc's
 # extension malloc_object_size for a size that is its own size classes'
 # (24 bytes for malloc(16)); they pass only where an allocator has the
@@ -188,7 +188,7 @@ smc, bindir, json_out = sys.argv[1:4]
 rest = sys.argv[4:]
 cut = rest.index("--")
 allocs, programs = rest[:cut], rest[cut + 1:]
-TIMEOUT = 10
+TIMEOUT = 60
 
 def literal(node):
     try:
