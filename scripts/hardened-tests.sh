@@ -10,11 +10,13 @@
 #                                             (default: build)
 #   scripts/hardened-tests.sh --out DIR       where the programs are built
 #                                             (default: build/hardened-tests)
+#   scripts/hardened-tests.sh --json FILE     the outcomes as JSON too
 #
-# The default allocators: tlmalloc, secure and fast (DIR/src/libtlmalloc.so,
-# libtlmalloc-secure.so, libtlmalloc-fast.so) and hardened_malloc
-# (build/peers/libhardened_malloc.so, which scripts/build-peers.sh builds);
-# a library that is missing is named and left out.
+# The default allocators: glibc (nothing preloaded), tlmalloc, secure and
+# fast (DIR/src/libtlmalloc.so, libtlmalloc-secure.so, libtlmalloc-fast.so)
+# and hardened_malloc (build/peers/libhardened_malloc.so, which
+# scripts/build-peers.sh builds); a library that is missing is named and
+# left out.
 #
 # The programs' sources are not kept in this repository: they come with
 # the crate hardened_malloc-rs that scripts/build-peers.sh fetches (its pin
@@ -46,7 +48,7 @@
 # extension and those classes.
 #
 # Output: a line per program (its outcome under each allocator), then the
-# counts.  --json FILE also writes them as JSON.
+# counts; with --json, the same in FILE.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +79,7 @@ done
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { say "no build folder $BUILD"; exit 2; }
 
 if [ ${#ALLOCS[@]} -eq 0 ]; then
-	ALLOCS=("tlmalloc=$BUILD/src/libtlmalloc.so"
+	ALLOCS=(glibc "tlmalloc=$BUILD/src/libtlmalloc.so"
 		"secure=$BUILD/src/libtlmalloc-secure.so"
 		"fast=$BUILD/src/libtlmalloc-fast.so"
 		"hardened_malloc=$ROOT/build/peers/libhardened_malloc.so")

@@ -11,16 +11,16 @@
  *
  * The canary sits right after the requested size, so an overflow of one
  * byte past n changes it, whatever the slack of the block's class; it
- * takes the 8 bytes after n where the block has them (else the 6 up to
- * n's own 2, which an overflow then changes too), so each of the 8 bytes
- * past n is checked.  Its first byte is 0 (option secure_canary_nul): a
- * string the program did not terminate ends there, so a read past it
- * (strlen, printf's %s) stops before the next block's data, and a 0
- * written there (an off-by-one terminator) corrupts nothing.  Its other
- * bytes are keyed by the page's secret and the block's address: they
- * cannot be read off another block, nor written back by an overflow that
- * does not know them.  n sits at
- * the block's end, where free finds it.  free
+ * takes the 8 bytes after n where the block has them (else the 6 or 7 up
+ * to n's own 2, which an overflow then changes too), so each of the 8
+ * bytes past n is checked.  Its first byte is 0 with the option
+ * secure_canary_nul (on by default): a string the program did not
+ * terminate ends there, so a read past it (strlen, printf's %s) stops
+ * before the next block's data, and a 0 written there (an off-by-one
+ * terminator) corrupts nothing.  Its other bytes are keyed by the page's
+ * secret and the block's address: they cannot be read off another block,
+ * nor written back by an overflow that does not know them.  n sits at the
+ * block's end, where free finds it.  free
  * checks it (before the fill), realloc and malloc_usable_size too;
  * malloc_usable_size says n, so a program that uses every usable byte
  * never touches the canary, and a sized free (free_sized, C++'s sized

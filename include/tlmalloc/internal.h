@@ -691,13 +691,14 @@ void tl_secure_zero(const tl_page *page, tl_block *block) TL_NOINLINE;
  * Canaries (canary.c, option secure_canary): with them on, a malloc of n
  * bytes up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more, and
  * a block of a small or medium page up to TL_SECURE_FILL_MAX carries, right after its
- * n bytes, a canary of 6 to TL_CANARY_MAX bytes (a 0, then bytes keyed by
- * its page's secret and its address), and n in its last two bytes.  free,
+ * n bytes, a canary of 6 to TL_CANARY_MAX bytes keyed by its page's secret
+ * and its address (its first byte 0 with secure_canary_nul), and n in its
+ * last two bytes.  free,
  * realloc and malloc_usable_size check the canary; malloc_usable_size
  * says n.
  */
 #define TL_CANARY_MAX 8	/* the canary's bytes where the block has room */
-#define TL_CANARY_TAIL ((size_t)8)	/* 6 bytes of canary, and n in 2 */
+#define TL_CANARY_TAIL ((size_t)8)	/* 6 bytes of canary at least, n in 2 */
 /* TL_CANARY_TAIL, or 0 with canaries off, and TL_CANARY_NUL with the
  * canary's first byte 0 (secure_canary_nul): decided once, at the first
  * malloc (-1 until then).  Every caller of the canary's functions has read
