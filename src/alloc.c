@@ -172,6 +172,10 @@ void *tl_realloc_impl(void *p, size_t size)
 	if (!tl_segment_is_ours(p)) {
 		if (tl_guarded_holds(p))
 			return tl_guarded_realloc(p, size);
+#if TL_SECURE
+		if (tl_zero_holds(p))
+			return tl_zero_realloc(p, size);
+#endif
 		tl_fatal("realloc", p, "not allocated by tlmalloc");
 	}
 	if (size == 0) {	/* glibc: free and return NULL */

@@ -143,6 +143,12 @@ size_t tl_usable_size(const void *ptr)
 	if (!tl_segment_is_ours(ptr)) {
 		if (tl_guarded_holds(ptr))
 			return tl_guarded_usable("malloc_usable_size", ptr);
+#if TL_SECURE
+		if (tl_zero_holds(ptr)) {
+			tl_zero_check("malloc_usable_size", ptr);
+			return 0;
+		}
+#endif
 		tl_fatal("malloc_usable_size", ptr, "not allocated by tlmalloc");
 	}
 	return tl_block_usable("malloc_usable_size", ptr);

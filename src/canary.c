@@ -7,13 +7,20 @@
  * up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more.  A block of
  * a small or medium page up to TL_SECURE_FILL_MAX then holds:
  *
- *   [ n bytes of the program | canary, 6 bytes | ... | n, 2 bytes ]
+ *   [ n bytes of the program | canary, 6 to 8 bytes | ... | n, 2 bytes ]
  *
  * The canary sits right after the requested size, so an overflow of one
- * byte past n changes it, whatever the slack of the block's class; n sits
- * at the block's end, where free finds it.  The canary is keyed by the
- * page's secret and the block's address: it cannot be read off another
- * block, nor written back by an overflow that does not know it.  free
+ * byte past n changes it, whatever the slack of the block's class; it
+ * takes the 8 bytes after n where the block has them (else the 6 or 7 up
+ * to n's own 2, which an overflow then changes too), so each of the 8
+ * bytes past n is checked.  Its first byte is 0 with the option
+ * secure_canary_nul (on by default): a string the program did not
+ * terminate ends there, so a read past it (strlen, printf's %s) stops
+ * before the next block's data, and a 0 written there (an off-by-one
+ * terminator) corrupts nothing.  Its other bytes are keyed by the page's
+ * secret and the block's address: they cannot be read off another block,
+ * nor written back by an overflow that does not know them.  n sits at the
+ * block's end, where free finds it.  free
  * checks it (before the fill), realloc and malloc_usable_size too;
  * malloc_usable_size says n, so a program that uses every usable byte
  * never touches the canary, and a sized free (free_sized, C++'s sized
@@ -34,17 +41,38 @@ size_t tl_canary_start(void)
 {
 	tl_options_init();
 	int tail = tl_option(TL_OPT_secure_canary) ? (int)TL_CANARY_TAIL : 0;
-	/* Threads racing here all read the same option. */
-	__atomic_store_n(&tl_canary_state, tail, __ATOMIC_RELAXED);
+	int nul = tl_option(TL_OPT_secure_canary_nul) ? TL_CANARY_NUL : 0;
+	/* Threads racing here all read the same options. */
+	__atomic_store_n(&tl_canary_state, tail | nul, __ATOMIC_RELAXED);
 	return (size_t)tail;
 }
 
-static uint64_t canary_of(const tl_page *page, const void *p)
+/* 8 bytes as they lie in memory: byte i is bits 8 i .. 8 i + 7. */
+static inline uint64_t in_memory_order(uint64_t x)
 {
-	return ((uint64_t)(page->key ^ (uintptr_t)p) * 0x9e3779b97f4a7c15ull) >>
-	       (64 - 8 * TL_CANARY_BYTES);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(x);
+#else
+	return x;
+#endif
 }
 
+/* The 8 bytes of the canary of block p of page, in memory order (the
+ * first one 0 with secure_canary_nul). */
+static uint64_t canary_of(const tl_page *page, const void *p)
+{
+	uint64_t key = (uint64_t)(page->key ^ (uintptr_t)p) *
+		       0x9e3779b97f4a7c15ull;
+	int state = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
+	return state & TL_CANARY_NUL ? key & ~(uint64_t)0xff : key;
+}
+
+/*
+ * The canary is written as 8 bytes at n, then n at the block's end: where
+ * the block has less than 8 bytes between them, n's 2 bytes take the
+ * canary's last ones, and a check compares the canary's bytes before them
+ * (n itself is checked by being where the canary is).
+ */
 void *tl_canary_set(void *p, size_t n, size_t tail)
 {
 	if (p == NULL || tail == 0 || tl_guarded_holds(p))
@@ -53,10 +81,10 @@ void *tl_canary_set(void *p, size_t n, size_t tail)
 	if (!tl_canary_page(page))
 		return p;
 	uint8_t *b = p;
-	uint64_t canary = canary_of(page, p);
+	uint64_t canary = in_memory_order(canary_of(page, p));
 	uint16_t size = (uint16_t)n;
 	tl_assert(n + TL_CANARY_TAIL <= page->block_size);
-	memcpy(b + n, &canary, TL_CANARY_BYTES);
+	memcpy(b + n, &canary, sizeof(canary));
 	memcpy(b + page->block_size - sizeof(size), &size, sizeof(size));
 	return p;
 }
@@ -65,10 +93,16 @@ size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
 {
 	const uint8_t *b = p;
 	uint16_t size;
-	uint64_t canary = canary_of(page, p);
+	uint64_t found;
 	memcpy(&size, b + page->block_size - sizeof(size), sizeof(size));
-	if (tl_unlikely(size > page->block_size - TL_CANARY_TAIL ||
-			memcmp(b + size, &canary, TL_CANARY_BYTES) != 0))
+	if (tl_unlikely(size > page->block_size - TL_CANARY_TAIL))
+		tl_fatal(call, p, "canary overwritten (buffer overflow)");
+	memcpy(&found, b + size, sizeof(found));
+	size_t room = page->block_size - sizeof(size) - size;
+	uint64_t mask = room >= TL_CANARY_MAX ? ~(uint64_t)0
+					      : ((uint64_t)1 << (8 * room)) - 1;
+	if (tl_unlikely(((in_memory_order(found) ^ canary_of(page, p)) &
+			 mask) != 0))
 		tl_fatal(call, p, "canary overwritten (buffer overflow)");
 	return size;
 }

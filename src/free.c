@@ -49,12 +49,11 @@ void tl_secure_modified(const void *block)
 /* 16 bytes, compared as one (a vector register where there is one). */
 typedef uint64_t fill_chunk __attribute__((vector_size(16)));
 
-/* A block marked filled must still hold TL_SECURE_FILL past its first two
- * words when malloc takes it (a block marked so is at most
- * TL_SECURE_FILL_MAX).  Blocks are 16-byte aligned and their sizes
- * multiples of 16: the fill is whole chunks of 16, read as such (no
- * scalar head or tail to handle). */
-void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+/* Whether a block marked filled still holds TL_SECURE_FILL past its first
+ * two words (a block marked so is at most TL_SECURE_FILL_MAX).  Blocks are
+ * 16-byte aligned and their sizes multiples of 16: the fill is whole
+ * chunks of 16, read as such (no scalar head or tail to handle). */
+static bool fill_intact(const tl_page *page, const tl_block *block)
 {
 	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
 	const fill_chunk fill = { word, word };
@@ -64,9 +63,39 @@ void tl_secure_check_fill(const tl_page *page, const tl_block *block)
 	fill_chunk diff = { 0, 0 };
 	for (; c < end; c++)
 		diff |= *c ^ fill;
-	if (tl_unlikely((diff[0] | diff[1]) != 0))
+	return (diff[0] | diff[1]) == 0;
+}
+
+/* A block marked filled must still hold its fill when malloc takes it;
+ * with secure_zero its bytes are zeroed in the same pass. */
+void tl_secure_take_filled(const tl_page *page, tl_block *block)
+{
+	if (!tl_option(TL_OPT_secure_zero)) {
+		if (tl_unlikely(!fill_intact(page, block)))
+			tl_fatal("malloc", block,
+				 "free block modified (write after free)");
+		return;
+	}
+	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
+	const fill_chunk fill = { word, word }, zero = { 0, 0 };
+	fill_chunk *c = (fill_chunk *)(block + 1);
+	fill_chunk *end = (fill_chunk *)((uint8_t *)block + page->block_size);
+	fill_chunk diff = { 0, 0 };
+	for (; c < end; c++) {
+		diff |= *c ^ fill;
+		*c = zero;
+	}
+	if (tl_unlikely((diff[0] | diff[1]) != 0) &&
+	    tl_option(TL_OPT_secure_fill_check))
 		tl_fatal("malloc", block,
 			 "free block modified (write after free)");
+	block->next = NULL;
+}
+
+void tl_secure_zero(const tl_page *page, tl_block *block)
+{
+	if (page->block_size <= TL_SECURE_FILL_MAX)
+		memset(block, 0, page->block_size);
 }
 #endif
 
@@ -194,6 +223,13 @@ static void sized_check(const char *call, const void *p, size_t size,
 	if (!tl_segment_is_ours(p)) {
 		if (tl_guarded_holds(p) && size > tl_guarded_usable(call, p))
 			size_mismatch(call, p, size, tl_guarded_usable(call, p));
+#if TL_SECURE
+		if (tl_zero_holds(p)) {
+			tl_zero_check(call, p);
+			if (size != 0)
+				size_mismatch(call, p, size, 0);
+		}
+#endif
 		return;
 	}
 	tl_segment *seg = tl_segment_of(p);
@@ -315,9 +351,14 @@ void tl_free_released(tl_heap *heap, tl_block *block)
 {
 	tl_page *page = tl_page_of(tl_segment_of(block), block);
 	uintptr_t mark = block->mark ^ TL_SECURE_QUARANTINED;
-	if (tl_unlikely(((mark ^ tl_free_mark(page, block)) >
-			 TL_SECURE_UNFILLED) ||
-			!tl_quarantine_intact(block)))
+	uintptr_t d = mark ^ tl_free_mark(page, block);
+	/* its mark and link, and its fill (if it has one, with
+	 * secure_quarantine_check): a write in its time in the quarantine is
+	 * found here, whether or not the block is ever handed out again */
+	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
+			!tl_quarantine_intact(block) ||
+			(d == 0 && tl_option(TL_OPT_secure_quarantine_check) &&
+			 !fill_intact(page, block))))
 		tl_fatal("free", block,
 			 "quarantined block modified (write after free)");
 	/* a full page of the heap's own too goes by thread_free, which the
@@ -412,6 +453,12 @@ void tl_free_slow(void *p)
 			tl_guarded_free("free", p);
 			return;
 		}
+#if TL_SECURE
+		if (tl_zero_holds(p)) {
+			tl_zero_free("free", p);
+			return;
+		}
+#endif
 		tl_fatal("free", p, "not allocated by tlmalloc");
 	}
 	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);

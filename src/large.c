@@ -120,8 +120,13 @@ void *tl_large_alloc(size_t size, size_t alignment)
 
 void tl_large_free(tl_segment *seg)
 {
-	if (!tl_pool_cache_huge(seg))
-		huge_destroy(seg);
+	if (tl_pool_cache_huge(seg))
+		return;
+#if TL_SECURE
+	if (tl_huge_quarantine_hold(seg))
+		return;
+#endif
+	huge_destroy(seg);
 }
 
 bool tl_large_is_fresh(const void *p)

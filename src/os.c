@@ -132,6 +132,17 @@ void tl_os_unmap(void *addr, size_t size)
 	errno = saved;
 }
 
+bool tl_os_reserve(void *addr, size_t size)
+{
+	int saved = errno;
+	check_pages("mmap", addr, size);
+	void *p = mmap(addr, size, PROT_NONE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	errno = saved;
+	return p == addr;
+}
+
 void tl_os_purge(void *addr, size_t size)
 {
 	int saved = errno;
@@ -298,6 +309,15 @@ bool tl_os_guard(void *addr, size_t size)
 	int saved = errno;
 	check_pages("mprotect", addr, size);
 	int r = mprotect(addr, size, PROT_NONE);
+	errno = saved;
+	return r == 0;
+}
+
+bool tl_os_read_only(void *addr, size_t size)
+{
+	int saved = errno;
+	check_pages("mprotect", addr, size);
+	int r = mprotect(addr, size, PROT_READ);
 	errno = saved;
 	return r == 0;
 }

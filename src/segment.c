@@ -343,6 +343,16 @@ void tl_segment_unmap(tl_segment *seg)
 	tl_os_unmap(seg, seg->map_size);
 }
 
+bool tl_segment_retire(tl_segment *seg)
+{
+	cuts_drop_from(seg, 0);
+	map_set(seg, false);
+	if (tl_os_reserve(seg, seg->map_size))
+		return true;
+	tl_os_unmap(seg, seg->map_size);
+	return false;
+}
+
 /*
  * free(p) reads the descriptor at p's 4 MiB-aligned base before anything
  * else (the fast path: one load, then the owner compare).  For a pointer

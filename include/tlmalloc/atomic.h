@@ -86,6 +86,12 @@ static inline void tl_u32_add_relaxed(tl_atomic_u32 *a, uint32_t x)
 	atomic_fetch_add_explicit(&a->v, x, memory_order_relaxed);
 }
 
+/* The value before the add. */
+static inline uint32_t tl_u32_fetch_add_relaxed(tl_atomic_u32 *a, uint32_t x)
+{
+	return atomic_fetch_add_explicit(&a->v, x, memory_order_relaxed);
+}
+
 static inline uint32_t tl_u32_exchange_acquire(tl_atomic_u32 *a, uint32_t x)
 {
 	return atomic_exchange_explicit(&a->v, x, memory_order_acquire);
@@ -123,6 +129,20 @@ static inline void tl_u64_or_relaxed(tl_atomic_u64 *a, uint64_t x)
 static inline void tl_u64_and_relaxed(tl_atomic_u64 *a, uint64_t x)
 {
 	atomic_fetch_and_explicit(&a->v, x, memory_order_relaxed);
+}
+
+/* The value before the and. */
+static inline uint64_t tl_u64_fetch_and_relaxed(tl_atomic_u64 *a, uint64_t x)
+{
+	return atomic_fetch_and_explicit(&a->v, x, memory_order_relaxed);
+}
+
+static inline bool tl_u64_cas_weak_relaxed(tl_atomic_u64 *a,
+					   uint64_t *expected, uint64_t x)
+{
+	return atomic_compare_exchange_weak_explicit(&a->v, expected, x,
+						     memory_order_relaxed,
+						     memory_order_relaxed);
 }
 
 #endif /* TLMALLOC_ATOMIC_H */

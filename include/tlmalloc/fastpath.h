@@ -190,13 +190,22 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 			     size, tail);
 }
 
-static inline void *tl_malloc_local(size_t size)
+/* The secure build's malloc of size bytes with its canary, if any. */
+static inline void *tl_malloc_canary(size_t size)
 {
 	size_t tail = tl_canary_tail();
 	if (tail == 0)
 		return tl_malloc_local_inner(size);
 	return tl_canary_set(tl_malloc_local_inner(tl_canary_ask(size, tail)),
 			     size, tail);
+}
+
+/* ... and a malloc of 0 bytes gets a zero-size block (zero_size.c). */
+static inline void *tl_malloc_local(size_t size)
+{
+	if (tl_unlikely(size == 0))
+		return tl_zero_malloc();
+	return tl_malloc_canary(size);
 }
 #endif
 

@@ -362,6 +362,9 @@ bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 			  size_t n);
 /* Unmap a segment the pool already dropped. */
 void tl_segment_unmap(tl_segment *seg);
+/* The same, its addresses left reserved and inaccessible (tl_os_reserve);
+ * false if the OS refused that and the segment was unmapped instead. */
+bool tl_segment_retire(tl_segment *seg);
 /* Clear a huge segment's bit in the ownership bitmap while it moves
  * (tl_os_remap_moved), and set it at its new place after. */
 void tl_segment_forget(tl_segment *seg);
@@ -644,7 +647,7 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * The mark of a free block that holds no fill to check (fresh blocks,
  * blocks freed with secure_fill 0, purged ones) is tl_free_mark ^
  * TL_SECURE_UNFILLED; malloc checks the fill of the others
- * (tl_secure_check_fill, option secure_fill_check).
+ * (tl_secure_take_filled, option secure_fill_check).
  */
 #define TL_SECURE_UNFILLED ((uintptr_t)1)
 /* A block held in a quarantine (quarantine.c) carries its free mark ^
@@ -665,25 +668,58 @@ void tl_quarantine_flush(tl_heap *heap);
  * mark and link were left alone while it waited. */
 void tl_free_released(tl_heap *heap, tl_block *block);
 
+/* The secure build's zero-size blocks (zero_size.c, option
+ * secure_zero_size): slots of a pool mapped PROT_NONE at the 4 MiB-aligned
+ * tl_zero_base (0 until it is mapped).  tl_zero_malloc serves a malloc of
+ * 0 bytes (from the pool, or as any other size when it cannot);
+ * tl_zero_check aborts naming call unless p is a live slot; free, realloc
+ * of a pointer into the pool. */
+extern tl_atomic_uptr tl_zero_base;
+static inline bool tl_zero_holds(const void *p)
+{
+	uintptr_t base = tl_uptr_load_relaxed(&tl_zero_base);
+	return base != 0 && ((uintptr_t)p & ~(TL_SEGMENT_SIZE - 1)) == base;
+}
+void *tl_zero_malloc(void) TL_NOINLINE;
+void tl_zero_check(const char *call, const void *p) TL_NOINLINE;
+void tl_zero_free(const char *call, void *p) TL_NOINLINE;
+void *tl_zero_realloc(void *p, size_t size) TL_NOINLINE;
+
+/* The secure build's quarantine of freed huge blocks' addresses
+ * (huge_quarantine.c, option secure_huge_quarantine, at most
+ * TL_HUGE_QUARANTINE_MAX): true if it took seg, which the pool no longer
+ * holds then. */
+#define TL_HUGE_QUARANTINE_MAX 1024
+bool tl_huge_quarantine_hold(tl_segment *seg);
+
 /* A new secret for a page being formatted. */
 void tl_secure_page_init(tl_page *page);
-/* Aborts unless block still holds its fill (with secure_fill_check on,
- * which malloc tests first, inline). */
-void tl_secure_check_fill(const tl_page *page, const tl_block *block)
+/* A block marked filled that malloc takes (with secure_fill_check or
+ * secure_zero on, which malloc tests first, inline): aborts unless it
+ * still holds its fill (secure_fill_check), zeroes it (secure_zero). */
+void tl_secure_take_filled(const tl_page *page, tl_block *block)
 	TL_NOINLINE;
+/* A block with no fill that malloc takes, with secure_zero on: zeroed (up
+ * to TL_SECURE_FILL_MAX). */
+void tl_secure_zero(const tl_page *page, tl_block *block) TL_NOINLINE;
 
 /*
  * Canaries (canary.c, option secure_canary): with them on, a malloc of n
  * bytes up to TL_SECURE_FILL_MAX asks for TL_CANARY_TAIL bytes more, and
  * a block of a small or medium page up to TL_SECURE_FILL_MAX carries, right after its
- * n bytes, a canary of TL_CANARY_BYTES keyed by its page's secret and its
- * address, and n in its last two bytes.  free, realloc and
- * malloc_usable_size check the canary; malloc_usable_size says n.
+ * n bytes, a canary of 6 to TL_CANARY_MAX bytes keyed by its page's secret
+ * and its address (its first byte 0 with secure_canary_nul), and n in its
+ * last two bytes.  free,
+ * realloc and malloc_usable_size check the canary; malloc_usable_size
+ * says n.
  */
-#define TL_CANARY_BYTES 6
-#define TL_CANARY_TAIL ((size_t)8)	/* the canary, and n in 2 bytes */
-/* TL_CANARY_TAIL, or 0 with canaries off (decided once, at the first
- * malloc: -1 until then). */
+#define TL_CANARY_MAX 8	/* the canary's bytes where the block has room */
+#define TL_CANARY_TAIL ((size_t)8)	/* 6 bytes of canary at least, n in 2 */
+/* TL_CANARY_TAIL, or 0 with canaries off, and TL_CANARY_NUL with the
+ * canary's first byte 0 (secure_canary_nul): decided once, at the first
+ * malloc (-1 until then).  Every caller of the canary's functions has read
+ * it before (tl_canary_tail), so they read the same. */
+#define TL_CANARY_NUL 0x100
 extern int tl_canary_state;
 size_t tl_canary_start(void) TL_NOINLINE;
 /* Writes p's canary and size for a request of n bytes when tail is not 0
@@ -704,7 +740,8 @@ static inline size_t tl_canary_ask(size_t size, size_t tail)
 static inline size_t tl_canary_tail(void)
 {
 	int s = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
-	return tl_likely(s >= 0) ? (size_t)s : tl_canary_start();
+	return tl_likely(s >= 0) ? (size_t)s & (TL_CANARY_NUL - 1)
+				 : tl_canary_start();
 }
 
 /* Whether blocks of page carry canaries (with them on). */
@@ -791,10 +828,13 @@ static inline void tl_block_taken(tl_page *page, tl_block *block)
 #if TL_SECURE	/* its fill check and the unfilled mark are the secure build's */
 	uintptr_t d = block->mark ^ tl_free_mark(page, block);
 	if (tl_likely(d == 0)) {
-		if (tl_option(TL_OPT_secure_fill_check))
-			tl_secure_check_fill(page, block);
+		if (tl_option(TL_OPT_secure_fill_check) |
+		    tl_option(TL_OPT_secure_zero))
+			tl_secure_take_filled(page, block);
 	} else if (tl_unlikely(d != TL_SECURE_UNFILLED))
 		tl_secure_modified(block);
+	else if (tl_option(TL_OPT_secure_zero))
+		tl_secure_zero(page, block);
 #elif !TL_COUNTS
 	(void)page;
 #endif

@@ -76,12 +76,20 @@
 	  "does not (faster).  Blocks up to 64 KiB, as the fill.  Other "    \
 	  "builds take 0 alone.")                                            \
 	X(secure_canary, TL_SECURE, 0, TL_SECURE,                            \
-	  "The secure variant's canaries: 1 (its default) puts 6 secret "    \
+	  "The secure variant's canaries: 1 (its default) puts 6 to 8 "      \
 	  "bytes right after the requested size of every block up to 64 "    \
 	  "KiB (8 bytes more asked of each malloc) and checks them at free, "\
 	  "realloc and malloc_usable_size: an overflow of the block is "     \
 	  "reported on stderr, then abort; 0: none.  Read at the first "     \
 	  "malloc only.  Other builds take 0 alone.")                        \
+	X(secure_canary_nul, TL_SECURE, 0, TL_SECURE,                        \
+	  "The first byte of the secure variant's canaries: 1 (its default) "\
+	  "makes it 0, so a string the program left unterminated ends right "\
+	  "after the block's requested size (a read past it stops there), "  \
+	  "and a 0 written one past the end (an off-by-one terminator) "     \
+	  "changes nothing and is not reported; 0 makes it secret too, so "  \
+	  "that write is reported at free.  Read at the first malloc only.  "\
+	  "Other builds take 0 alone.")                                      \
 	X(secure_quarantine, 64 * TL_SECURE, 0, 256 * TL_SECURE,              \
 	  "The secure variant's quarantine: each thread holds its last N "   \
 	  "freed blocks (up to 64 KiB each) before they can be reused, so "  \
@@ -89,11 +97,39 @@
 	  "freed blocks are reused at once.  Lowered at run time, the "      \
 	  "blocks past the new N wait for the thread's exit.  Other builds "\
 	  "take 0 alone.")                                                   \
+	X(secure_quarantine_check, TL_SECURE, 0, TL_SECURE,                  \
+	  "The secure variant's check of a block leaving the quarantine: 1 " \
+	  "(its default) checks that its fill is intact, so a write after "  \
+	  "free in its time there is reported on stderr, then abort, even "  \
+	  "if no malloc reuses the block; 0 checks its first 16 bytes only " \
+	  "(faster).  Other builds take 0 alone.")                           \
 	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
 	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
 	  "default) unmaps one at its free, so that a read or write after "  \
 	  "free of it faults; 0 keeps it in the cache of freed huge blocks " \
 	  "for reuse (faster).  Other builds take 0 alone.")                 \
+	X(secure_zero, TL_SECURE, 0, TL_SECURE,                              \
+	  "The secure variant's zeroed blocks: 1 (its default) zeroes every "\
+	  "block up to 64 KiB when malloc hands it out (in the pass that "   \
+	  "checks its fill), so memory the program did not write reads 0: "  \
+	  "no data of the block's previous owner, no free-list link; 0: "    \
+	  "such bytes hold the fill (0xdf) or what was there.  Other builds "\
+	  "take 0 alone.")                                                   \
+	X(secure_zero_size, TL_SECURE, 0, TL_SECURE,                         \
+	  "The secure variant's zero-size blocks: 1 (its default) gives a "  \
+	  "malloc of 0 bytes a distinct pointer into addresses that cannot " \
+	  "be accessed, so a read or write through it faults at once; "     \
+	  "free, realloc and malloc_usable_size of it work.  0: a block "    \
+	  "for 0 bytes, as the other builds give.  Other builds take 0 "     \
+	  "alone.")                                                          \
+	X(secure_huge_quarantine, 256 * TL_SECURE, 0, 1024 * TL_SECURE,      \
+	  "The secure variant's quarantine of huge blocks' addresses: a "    \
+	  "huge block that free unmaps (secure_huge_unmap) leaves its "      \
+	  "addresses reserved and inaccessible for the next N such frees "   \
+	  "(at most 1 GiB of addresses in all), so that a later malloc "     \
+	  "cannot get them and a read or write after free keeps faulting; "  \
+	  "0: they are given back at once.  Lowered at run time, the ones "  \
+	  "past the new N stay reserved.  Other builds take 0 alone.")       \
 	X(profile, 0, 0, 1,                                                  \
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \

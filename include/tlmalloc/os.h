@@ -32,6 +32,10 @@ size_t tl_os_page_size(void);
  */
 void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset);
 void tl_os_unmap(void *addr, size_t size);
+/* Replace the pages at addr with a mapping that cannot be accessed and
+ * holds no memory (the addresses stay reserved); false when the OS
+ * refuses. */
+bool tl_os_reserve(void *addr, size_t size);
 
 /* Give the pages back; they read as zero afterwards. */
 void tl_os_purge(void *addr, size_t size);
@@ -78,6 +82,8 @@ void tl_os_random(void *buf, size_t len);
  * inaccessible, or read-write again; false when the OS refuses. */
 bool tl_os_guard(void *addr, size_t size);
 bool tl_os_unguard(void *addr, size_t size);
+/* Pages that can be read, not written; false when the OS refuses. */
+bool tl_os_read_only(void *addr, size_t size);
 /* Every build, at start-up (segment.c, tl_segment_shadow_objects): map
  * size bytes of zeros, read-only, at addr if nothing is mapped there (not
  * counted by the fault_map option); nothing otherwise. */

@@ -17,15 +17,23 @@
  *                                the quarantine, when malloc pops it)
  *   interior_free_missed         free of a pointer into the middle of a block
  *   write_after_free_missed      a byte written into a freed block past its
- *                                first two words (malloc(0x...): free block
+ *                                first two words, found when it leaves the
+ *                                quarantine (free(0x...): quarantined block
  *                                modified (write after free)), for blocks of
- *                                48 bytes and of 64 KiB (the fill's limit)
+ *                                48 bytes and of 64 KiB (the fill's limit);
+ *                                without the quarantine, when malloc reuses
+ *                                it (malloc(0x...): free block modified ...)
+ *   write_after_free_unreused_missed  the same write into a block that no
+ *                                malloc reuses afterwards: found when it
+ *                                leaves the quarantine
  *   canary_overflow_missed       one byte written past a 24-byte block (a
  *                                32-byte class: in the slack), then free;
  *                                also 8 bytes past a 100-byte block, one
- *                                past an 8-byte block, and realloc after
- *                                an overflow (CALL(0x...): canary
- *                                overwritten (buffer overflow))
+ *                                past an 8-byte block (a 0: with
+ *                                secure_canary_nul 0), the 8th byte past
+ *                                blocks of 8 and 100 bytes alone, and
+ *                                realloc after an overflow (CALL(0x...):
+ *                                canary overwritten (buffer overflow))
  *   double_free_after_reuse_missed  free(p), mallocs of its size, free(p):
  *                                the quarantine still holds p (without it,
  *                                checked too, p was handed out again and
@@ -40,11 +48,19 @@
  *                                (up to 64 KiB - 8); every one of those
  *                                bytes may be written; realloc in place
  *                                moves the canary; aligned blocks keep it
+ *   canary_nul_missing           the byte after a block's requested size
+ *                                is 0: a string filling the block ends
+ *                                there, and a 0 written there (an
+ *                                off-by-one terminator) is harmless
  *   canary_option_ignored        with TLMALLOC_SECURE_CANARY=0 the overflow
  *                                goes unreported (and usable sizes are the
  *                                blocks'); tl_option_set changes nothing
  *                                after the first malloc
- *   fill_check_option_ignored    with secure_fill_check 0 the same write
+ *   quarantine_check_option_ignored  with secure_quarantine_check 0 that
+ *                                write into a block not reused goes
+ *                                unreported
+ *   fill_check_option_ignored    with secure_fill_check and
+ *                                secure_quarantine_check 0 the same write
  *                                goes unreported; fresh blocks and blocks
  *                                freed with secure_fill 0 are not checked
  *   fill_missing                 a freed block (up to 64 KiB) is filled
@@ -61,6 +77,22 @@
  *   huge_use_after_free_unseen   a freed block of 256 KiB is unmapped
  *                                (reads fault); with secure_huge_unmap 0,
  *                                cached (they do not)
+ *   huge_addresses_reused        a freed 256 KiB block's addresses stay
+ *                                reserved (reads fault) while later
+ *                                mallocs of its size are served elsewhere;
+ *                                the oldest of N (secure_huge_quarantine)
+ *                                is unmapped; with 0, at once
+ *   zero_missing                 every byte of a block malloc hands out (up
+ *                                to 64 KiB: fresh, reused after a free,
+ *                                after the quarantine) is 0; with
+ *                                secure_zero 0 a reused block holds 0xdf
+ *   zero_size_accessible         malloc(0) and calloc(0, n) give distinct
+ *                                pointers whose first byte faults;
+ *                                malloc_usable_size says 0, realloc to 10
+ *                                bytes and free_sized of 0 work; with
+ *                                secure_zero_size 0 the byte can be read
+ *   zero_size_double_free_missed free(malloc(0)) twice (free(0x...):
+ *                                double free)
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
@@ -216,6 +248,17 @@ static void write_after_free_large_child(void)
 	printf("not detected\n");
 }
 
+/* A write after free into a block of a size no later malloc asks for. */
+static void write_after_free_unreused_child(void)
+{
+	char *volatile p = malloc(128);
+	CHECK(p != NULL);
+	free(p);
+	p[65] = 'a';
+	push_out_quarantine();	/* of 16-byte blocks */
+	printf("not detected\n");
+}
+
 static void overflow_child(void)
 {
 	char *volatile p = malloc(24);
@@ -234,6 +277,26 @@ static void overflow_8_child(void)
 	printf("not detected\n");
 }
 
+/* The 8th byte past the n bytes asked for, alone (the others intact). */
+static void overflow_last(size_t n)
+{
+	char *volatile p = malloc(n);
+	CHECK(p != NULL);
+	p[n + 7] ^= 1;
+	free(p);
+	printf("not detected\n");
+}
+
+static void overflow_last_8_child(void)
+{
+	overflow_last(8);
+}
+
+static void overflow_last_100_child(void)
+{
+	overflow_last(100);
+}
+
 static void overflow_full_child(void)
 {
 	char *volatile p = malloc(8);
@@ -247,7 +310,7 @@ static void overflow_realloc_child(void)
 {
 	char *volatile p = malloc(40);
 	CHECK(p != NULL);
-	p[40] = 0;
+	p[40] = 'x';
 	p = realloc(p, 41);
 	printf("not detected\n");
 }
@@ -280,10 +343,10 @@ static void use_after_free_link_missed(void)
 
 static void write_after_free_missed(void)
 {
-	child_expect_abort("write_after_free_missed", "malloc",
-			   "free block modified (write after free)");
-	child_expect_abort("write_after_free_large_missed", "malloc",
-			   "free block modified (write after free)");
+	child_expect_abort("write_after_free_missed", "free",
+			   "quarantined block modified (write after free)");
+	child_expect_abort("write_after_free_large_missed", "free",
+			   "quarantined block modified (write after free)");
 	child_expect_abort_env("write_after_free_missed",
 			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
 			       "free block modified (write after free)");
@@ -348,10 +411,13 @@ static void quarantine_reuses_early(void)
 static void canary_overflow_missed(void)
 {
 	static const char *const names[] = { "overflow_1", "overflow_8",
-					     "overflow_full" };
-	for (size_t i = 0; i < 3; i++)
+					     "overflow_last_8",
+					     "overflow_last_100" };
+	for (size_t i = 0; i < 4; i++)
 		child_expect_abort(names[i], "free",
 				   "canary overwritten (buffer overflow)");
+	child_expect_abort_env("overflow_full", "TLMALLOC_SECURE_CANARY_NUL=0",
+			       "free", "canary overwritten (buffer overflow)");
 	child_expect_abort("overflow_realloc", "realloc",
 			   "canary overwritten (buffer overflow)");
 }
@@ -390,6 +456,23 @@ static void canary_usable_size_wrong(void)
 	free(p);
 }
 
+/* The canary's first byte is 0 (secure_canary_nul, on by default). */
+static void canary_nul_missing(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_canary_nul", &v) == 0 && v == 1);
+	static const size_t sizes[] = { 1, 8, 16, 24, 100, 1000, 4096 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *volatile p = malloc(n);
+		CHECK(p != NULL);
+		memset(p, 'a', n);
+		CHECKF(strlen(p) == n, "%zu for %zu", strlen(p), n);
+		p[n] = 0;	/* the terminator one past the end */
+		free(p);
+	}
+}
+
 static void canary_option_ignored(void)
 {
 	long v = -1;
@@ -417,11 +500,25 @@ static void usable_size_of_24_child(void)
 	printf("%zu\n", malloc_usable_size(malloc(24)));
 }
 
+static void quarantine_check_option_ignored(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_quarantine_check", &v) == 0 && v == 1);
+	char out[256], err[256];
+	int st = child_run("write_after_free_unreused_missed",
+			   "TLMALLOC_SECURE_QUARANTINE_CHECK=0", out,
+			   sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+}
+
 static void fill_check_option_ignored(void)
 {
 	long v = -1;
 	CHECK(tl_option_get("secure_fill_check", &v) == 0 && v == 1);
 	CHECK(tl_option_set("secure_fill_check", 0) == 0);
+	CHECK(tl_option_set("secure_quarantine_check", 0) == 0);
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill_check", 1) == 0);
 	/* fresh blocks hold no fill; nor do blocks freed unfilled */
@@ -430,6 +527,7 @@ static void fill_check_option_ignored(void)
 	CHECK(tl_option_set("secure_fill", 0) == 0);
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill", 1) == 0);
+	CHECK(tl_option_set("secure_quarantine_check", 1) == 0);
 	CHECK(tl_option_set("secure_fill_check", 2) == EINVAL);
 }
 
@@ -608,6 +706,122 @@ static void not_secure_library(void)
 	}
 }
 
+/* Whether the page at p is mapped (accessible or not). */
+static int reserved(void *p)
+{
+	unsigned char vec;
+	return mincore(p, 1, &vec) == 0;
+}
+
+static void huge_addresses_reused(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_huge_quarantine", &v) == 0 && v == 256);
+	size_t size = 256 << 10;
+	char *p = malloc(size), *q[8];
+	CHECK(p != NULL);
+	free(p);
+	for (int i = 0; i < 8; i++) {
+		CHECK((q[i] = malloc(size)) != NULL);
+		memset(q[i], 'q', size);
+	}
+	CHECKF(reserved(p) && faults(p) && faults(p + (64 << 10) + 1),
+	       "a freed huge block's addresses given to a later malloc");
+	for (int i = 0; i < 8; i++)
+		free(q[i]);
+	/* a ring of 2: the third free unmaps the first */
+	CHECK(tl_option_set("secure_huge_quarantine", 2) == 0);
+	for (int i = 0; i < 3; i++)
+		CHECK((q[i] = malloc(size)) != NULL);
+	for (int i = 0; i < 3; i++)
+		free(q[i]);
+	CHECKF(!reserved(q[0]) && reserved(q[1]) && reserved(q[2]),
+	       "the ring of 2 holds %d %d %d", reserved(q[0]), reserved(q[1]),
+	       reserved(q[2]));
+	CHECK(tl_option_set("secure_huge_quarantine", 0) == 0);
+	p = malloc(size);
+	CHECK(p != NULL);
+	free(p);
+	CHECKF(!reserved(p), "held with secure_huge_quarantine 0");
+	CHECK(tl_option_set("secure_huge_quarantine", 256) == 0);
+	CHECK(tl_option_set("secure_huge_quarantine", 1025) == EINVAL);
+}
+
+/* The bytes of p[0..n) that are not 0. */
+static size_t nonzero(const unsigned char *p, size_t n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		count += p[i] != 0;
+	return count;
+}
+
+static void zero_missing(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_zero", &v) == 0 && v == 1);
+	static const size_t sizes[] = { 8, 48, 1000, 8192, 65536 - 8 };
+	static unsigned char *keep[200];
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		/* fresh blocks, then the same blocks freed and reused (the
+		 * quarantine of 64 lets them out after 64 frees) */
+		for (int round = 0; round < 3; round++) {
+			for (int i = 0; i < 200; i++) {
+				keep[i] = malloc(n);
+				CHECK(keep[i] != NULL);
+				CHECKF(nonzero(keep[i], n) == 0,
+				       "%zu of %zu bytes not 0 (round %d)",
+				       nonzero(keep[i], n), n, round);
+				memset(keep[i], 0x55, n);
+			}
+			for (int i = 0; i < 200; i++)
+				free(keep[i]);
+		}
+	}
+	/* the premise: without it, a reused block holds the fill */
+	CHECK(tl_option_set("secure_zero", 0) == 0);
+	CHECK(tl_option_set("secure_quarantine", 0) == 0);
+	unsigned char *q = malloc(48);	/* one of the blocks freed above */
+	CHECKF(q != NULL && q[40] == 0xdf, "byte %#x", q[40]);
+	free(q);
+	CHECK(tl_option_set("secure_quarantine", 64) == 0);
+	CHECK(tl_option_set("secure_zero", 1) == 0);
+}
+
+static void zero_size_accessible(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("secure_zero_size", &v) == 0 && v == 1);
+	char *p = malloc(0), *q = malloc(0), *c = calloc(0, 8);
+	CHECK(p != NULL && q != NULL && c != NULL);
+	CHECK(p != q && p != c && q != c);
+	CHECK(((uintptr_t)p & 15) == 0);
+	CHECKF(faults(p) && faults(q) && faults(c),
+	       "a zero-size block can be read");
+	CHECK(malloc_usable_size(p) == 0);
+	char *r = realloc(p, 10);
+	CHECK(r != NULL && malloc_usable_size(r) == 10);
+	memset(r, 'z', 10);
+	free(r);
+	tl_free_sized(q, 0);
+	free(c);
+	CHECK(tl_option_set("secure_zero_size", 0) == 0);
+	p = malloc(0);
+	CHECKF(p != NULL && !faults(p),
+	       "a zero-size block faults with secure_zero_size 0");
+	free(p);
+	CHECK(tl_option_set("secure_zero_size", 1) == 0);
+}
+
+static void zero_size_double_free_child(void)
+{
+	char *p = malloc(0);
+	free(p);
+	free(p);
+	printf("not detected\n");
+}
+
 static const struct test_case cases[] = {
 	TEST_CASE(not_secure_library),
 	TEST_DEATH(double_free_missed, double_free_child,
@@ -621,6 +835,10 @@ static const struct test_case cases[] = {
 	TEST_DEATH(interior_free_missed, interior_free_child,
 		   "free", "not the start of a block"),
 	TEST_CHILD(write_after_free_missed, write_after_free_child),
+	TEST_DEATH(write_after_free_unreused_missed,
+		   write_after_free_unreused_child, "free",
+		   "quarantined block modified (write after free)"),
+	TEST_CASE(quarantine_check_option_ignored),
 	TEST_CASE(fill_check_option_ignored),
 	TEST_CHILD(double_free_after_reuse_missed,
 		   double_free_after_reuse_child),
@@ -629,6 +847,7 @@ static const struct test_case cases[] = {
 	TEST_DEATH(sized_free_larger_missed, sized_free_larger_child,
 		   "free_sized", "size 21 does not match the block (20 bytes)"),
 	TEST_CASE(canary_usable_size_wrong),
+	TEST_CASE(canary_nul_missing),
 	TEST_CASE(canary_option_ignored),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
@@ -636,11 +855,18 @@ static const struct test_case cases[] = {
 	TEST_CASE(guard_page_missing),
 	TEST_CASE(huge_guard_lost_on_realloc),
 	TEST_CASE(huge_use_after_free_unseen),
+	TEST_CASE(huge_addresses_reused),
+	TEST_CASE(zero_missing),
+	TEST_CASE(zero_size_accessible),
+	TEST_DEATH(zero_size_double_free_missed, zero_size_double_free_child,
+		   "free", "double free"),
 	/* children that other cases run (no ctest case of their own) */
 	{ "write_after_free_large_missed", NULL, write_after_free_large_child,
 	  NULL, NULL },
 	{ "overflow_1", NULL, overflow_child, NULL, NULL },
 	{ "overflow_8", NULL, overflow_8_child, NULL, NULL },
+	{ "overflow_last_8", NULL, overflow_last_8_child, NULL, NULL },
+	{ "overflow_last_100", NULL, overflow_last_100_child, NULL, NULL },
 	{ "overflow_full", NULL, overflow_full_child, NULL, NULL },
 	{ "overflow_realloc", NULL, overflow_realloc_child, NULL, NULL },
 	{ "usable_size_of_24", NULL, usable_size_of_24_child, NULL, NULL },
