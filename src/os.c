@@ -304,31 +304,29 @@ void tl_os_random(void *buf, size_t len)
 }
 #endif
 
-bool tl_os_guard(void *addr, size_t size)
+/* mprotect of whole OS pages, errno kept. */
+static bool protect(void *addr, size_t size, int prot)
 {
 	int saved = errno;
 	check_pages("mprotect", addr, size);
-	int r = mprotect(addr, size, PROT_NONE);
+	int r = mprotect(addr, size, prot);
 	errno = saved;
 	return r == 0;
+}
+
+bool tl_os_guard(void *addr, size_t size)
+{
+	return protect(addr, size, PROT_NONE);
 }
 
 bool tl_os_read_only(void *addr, size_t size)
 {
-	int saved = errno;
-	check_pages("mprotect", addr, size);
-	int r = mprotect(addr, size, PROT_READ);
-	errno = saved;
-	return r == 0;
+	return protect(addr, size, PROT_READ);
 }
 
 bool tl_os_unguard(void *addr, size_t size)
 {
-	int saved = errno;
-	check_pages("mprotect", addr, size);
-	int r = mprotect(addr, size, PROT_READ | PROT_WRITE);
-	errno = saved;
-	return r == 0;
+	return protect(addr, size, PROT_READ | PROT_WRITE);
 }
 
 void tl_os_map_shadow(uintptr_t addr, size_t size)
