@@ -60,6 +60,7 @@ HARDENED_CRATE=hardened_malloc-rs
 HARDENED_CRATE_VERSION=0.1.2+12
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/crates.sh"
 OUT=$ROOT/build/peers
 force=0
 
@@ -85,9 +86,9 @@ OUT=$(cd "$OUT" && pwd)
 WORK=$OUT/work
 LIBS="libmimalloc3.so libsnmalloc.so librpmalloc.so"
 
-# The recipe: this script's text.  A library built by another recipe (other
+# The recipe: this script's text and scripts/crates.sh's.  A library built by another recipe (other
 # pins, other flags) is out of date.
-RECIPE=$(sha256sum "$0" | cut -c1-16)
+RECIPE=$(cat "$0" "$ROOT/scripts/crates.sh" | sha256sum | cut -c1-16)
 
 up_to_date() {
 	local lib
@@ -123,51 +124,13 @@ if [ -n "$missing" ]; then
 	exit 1
 fi
 
-# fetch_crates SET DEPENDENCY...: fetches the crates' sources through a
-# throwaway Cargo project ($WORK/fetch-SET; each DEPENDENCY a line of its
-# [dependencies]), their metadata into $WORK/metadata-SET.json.
-fetch_crates() {
-	local set=$1 proj=$WORK/fetch-$1
-	shift
-	mkdir -p "$proj/src" || return 1
-	: >"$proj/src/lib.rs"
-	cat >"$proj/Cargo.toml" <<EOF
-[package]
-name = "tlmalloc-peer-sources"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-$(printf '%s\n' "$@")
-EOF
-	(cd "$proj" && cargo fetch --quiet) || return 1
-	(cd "$proj" && cargo metadata --format-version 1 --quiet) \
-		>"$WORK/metadata-$set.json" || return 1
-}
-
 # The three peers the experiments need.
 fetch_sources() {
 	say "cargo fetch ($MIMALLOC_CRATE $MIMALLOC_CRATE_VERSION, $SNMALLOC_CRATE $SNMALLOC_CRATE_VERSION, $RPMALLOC_CRATE $RPMALLOC_CRATE_VERSION)"
-	fetch_crates peers \
+	fetch_crates "$WORK/fetch-peers" \
 		"$MIMALLOC_CRATE = { version = \"=$MIMALLOC_CRATE_VERSION\", default-features = false }" \
 		"$SNMALLOC_CRATE = { version = \"=$SNMALLOC_CRATE_VERSION\", default-features = false }" \
 		"$RPMALLOC_CRATE = { version = \"=$RPMALLOC_CRATE_VERSION\", default-features = false }"
-}
-
-# crate_dir SET NAME: the folder of the crate NAME fetched with SET.
-crate_dir() {
-	python3 - "$WORK/metadata-$1.json" "$2" <<'EOF'
-import json, os, sys
-with open(sys.argv[1]) as handle:
-    meta = json.load(handle)
-for package in meta["packages"]:
-    if package["name"] == sys.argv[2]:
-        print(os.path.dirname(package["manifest_path"]))
-        break
-else:
-    sys.exit(1)
-EOF
 }
 
 # The check program: which object malloc and friends resolve to.
@@ -352,13 +315,13 @@ build_hardened() {
 build_optional() {
 	local dir
 	say "cargo fetch ($HARDENED_CRATE $HARDENED_CRATE_VERSION, optional)"
-	if ! fetch_crates optional \
+	if ! fetch_crates "$WORK/fetch-optional" \
 		"$HARDENED_CRATE = { version = \"=$HARDENED_CRATE_VERSION\", default-features = false }" \
 		>"$WORK/fetch-optional.log" 2>&1; then
 		say "hardened_malloc: cargo could not fetch $HARDENED_CRATE; it stays missing in the experiments"
 		return 0
 	fi
-	dir=$(crate_dir optional "$HARDENED_CRATE") && build_hardened "$dir" ||
+	dir=$(crate_dir "$WORK/fetch-optional" "$HARDENED_CRATE") && build_hardened "$dir" ||
 		say "hardened_malloc not built; it stays missing in the experiments"
 	return 0
 }
@@ -408,7 +371,7 @@ fi
 build_checker || { say "ERROR: cannot compile the check program"; exit 1; }
 for peer in mimalloc:$MIMALLOC_CRATE snmalloc:$SNMALLOC_CRATE \
 	rpmalloc:$RPMALLOC_CRATE; do
-	dir=$(crate_dir peers "${peer#*:}") || {
+	dir=$(crate_dir "$WORK/fetch-peers" "${peer#*:}") || {
 		say "ERROR: ${peer#*:} not in cargo's metadata"
 		status=1
 		continue

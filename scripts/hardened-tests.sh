@@ -52,6 +52,7 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/crates.sh"
 BUILD=$ROOT/build
 OUT=$ROOT/build/hardened-tests
 JSON=""
@@ -103,35 +104,17 @@ VERSION=$(sed -n 's/^HARDENED_CRATE_VERSION=//p' "$ROOT/scripts/build-peers.sh")
 [ -n "$CRATE" ] && [ -n "$VERSION" ] || skip "no hardened_malloc pin in scripts/build-peers.sh"
 
 # crate_folder: the crate's folder in cargo's registry, fetched there by
-# cargo when it is not yet.
+# cargo when it is not yet (scripts/crates.sh).
 crate_folder() {
-	local home=${CARGO_HOME:-$HOME/.cargo} dir proj=$OUT/fetch
+	local home=${CARGO_HOME:-$HOME/.cargo} dir
 	for dir in "$home"/registry/src/*/"$CRATE-$VERSION"; do
 		[ -d "$dir" ] && { echo "$dir"; return 0; }
 	done
 	command -v cargo >/dev/null 2>&1 || return 1
-	mkdir -p "$proj/src" || return 1
-	: >"$proj/src/lib.rs"
-	cat >"$proj/Cargo.toml" <<EOF
-[package]
-name = "tlmalloc-hardened-tests"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-$CRATE = { version = "=$VERSION", default-features = false }
-EOF
-	(cd "$proj" && cargo fetch --quiet) >&2 || return 1
-	(cd "$proj" && cargo metadata --format-version 1 --quiet) |
-		python3 -c '
-import json, os, sys
-for package in json.load(sys.stdin)["packages"]:
-    if package["name"] == sys.argv[1]:
-        print(os.path.dirname(package["manifest_path"]))
-        break
-else:
-    sys.exit(1)' "$CRATE"
+	fetch_crates "$OUT/fetch" \
+		"$CRATE = { version = \"=$VERSION\", default-features = false }" >&2 ||
+		return 1
+	crate_dir "$OUT/fetch" "$CRATE"
 }
 
 mkdir -p "$OUT" || exit 1
