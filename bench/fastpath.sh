@@ -54,12 +54,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # ir LIB MIX N [main]: instructions callgrind counts for one run, in all or
-# (with "main") in main() itself; "" LIB = glibc.
+# (with "main") in main() itself; "" LIB = glibc.  A failed run returns 1,
+# or 2 when the program printed nothing and the allocator said why on
+# stderr (an allocator that cannot start under valgrind: one that reserves
+# more address space than valgrind gives); its first line goes to stderr.
 ir() {
 	out="$tmp/callgrind.out"
 	if ! LD_PRELOAD="$1" valgrind --tool=callgrind --callgrind-out-file="$out" \
 		"$bin" --mix "$2" --iters "$3" >"$tmp/stdout" 2>"$tmp/stderr" ||
 		! grep -q '^check ok' "$tmp/stdout"; then
+		why=$(grep -v -e '^==[0-9]*==' -e '^[[:space:]]*$' "$tmp/stderr" | head -n 1)
+		if [ ! -s "$tmp/stdout" ] && [ -n "$why" ]; then
+			echo "$0: ${1:-glibc}: the program did not start: $why" >&2
+			return 2
+		fi
 		return 1
 	fi
 	if [ "${4:-}" = main ]; then
@@ -70,10 +78,15 @@ ir() {
 	fi
 }
 
+# failed STATUS: the cell of a failed run (ir's status).
+failed() {
+	if [ "$1" -eq 2 ]; then echo refused; else echo failed; fi
+}
+
 # per_pair LIB MIX [main]: the instructions one more pair costs.
 per_pair() {
-	a=$(ir "$1" "$2" "$short" "${3:-}") || { echo failed; return; }
-	b=$(ir "$1" "$2" "$long" "${3:-}") || { echo failed; return; }
+	a=$(ir "$1" "$2" "$short" "${3:-}") || { failed $?; return; }
+	b=$(ir "$1" "$2" "$long" "${3:-}") || { failed $?; return; }
 	awk -v a="$a" -v b="$b" -v s="$short" -v l="$long" \
 		'BEGIN { if (a == "" || b == "") print "?";
 			 else printf "%.1f\n", (b - a) / (l - s) }'

@@ -47,6 +47,9 @@ Spec = tuple[str, str]
 # what the script prints in a cell instead of a number
 CELL_MEANINGS = {
     "failed": "a callgrind run crashed, failed or did not print `check ok`",
+    "refused": "the allocator stopped the program under valgrind before it "
+               "printed anything (its own error on stderr: for example an "
+               "address-space reservation valgrind does not grant)",
     "?": "callgrind gave no instruction count",
 }
 

@@ -8,6 +8,7 @@ the fastpath program are there.
 """
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -26,6 +27,7 @@ allocator         fixed        mix
 glibc             140.0      143.0
 tlmalloc           36.1       39.4
 broken           failed     failed
+nostart         refused    refused
 gone            missing    missing
 odd                 5.0          ?
 (loop)             11.0       14.0
@@ -38,8 +40,8 @@ def by_mix(rows):
 
 def test_parse_table():
     table = fastpath.parse_table(OUTPUT)
-    assert list(table) == ["glibc", "tlmalloc", "broken", "gone", "odd",
-                           "(loop)"]
+    assert list(table) == ["glibc", "tlmalloc", "broken", "nostart", "gone",
+                           "odd", "(loop)"]
     tl = by_mix(table["tlmalloc"])
     assert tl["fixed"].instructions_per_pair == 36.1
     assert tl["mix"].instructions_per_pair == 39.4
@@ -54,6 +56,9 @@ def test_parse_failure_missing_and_unknown():
     assert not broken.ok and broken.measured
     assert broken.instructions_per_pair is None
     assert "check ok" in broken.reason
+    nostart = by_mix(table["nostart"])["fixed"]
+    assert not nostart.ok and nostart.measured
+    assert "before it printed anything" in nostart.reason
     gone = by_mix(table["gone"])["mix"]
     assert not gone.ok and not gone.measured
     assert gone.reason == "library not found"
@@ -340,3 +345,44 @@ def test_real_pass_on_glibc():
         loop = rows[("(loop)", mix)].instructions_per_pair
         assert 0 < loop < rows[("glibc", mix)].instructions_per_pair
     assert result.pairs == (2000, 4000)
+
+
+REFUSING_LIB = r"""
+#include <unistd.h>
+__attribute__((constructor)) static void refuse(void)
+{
+	static const char why[] = "Failed to initialise this allocator.\n";
+	(void)!write(2, why, sizeof(why) - 1);
+	_exit(1);
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("valgrind") or not shutil.which("cc"),
+                    reason="no valgrind or no C compiler")
+def test_real_script_tells_a_refusal(tmp_path):
+    """An allocator that stops the program before main under valgrind is
+    "refused", with its message on the script's stderr; a plain failure
+    stays "failed"."""
+    binary = real_binary()
+    if not os.access(binary, os.X_OK):
+        pytest.skip("%s is not built" % binary)
+    src = tmp_path / "refuse.c"
+    src.write_text(REFUSING_LIB)
+    lib = tmp_path / "librefuse.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)],
+                   check=True)
+    run = subprocess.run(
+        ["sh", str(fastpath.SCRIPT), "-b", str(binary), "-s", "200",
+         "-l", "400", "refusing=%s" % lib,
+         "absent=%s" % (tmp_path / "none.so")],
+        capture_output=True, text=True, timeout=300)
+    table = fastpath.parse_table(run.stdout)
+    assert "refusing" in table, (run.stdout, run.stderr)
+    for refused in table["refusing"]:
+        assert not refused.ok and refused.measured
+        assert "before it printed anything" in refused.reason
+    assert "did not start: Failed to initialise this allocator." in \
+        run.stderr
+    assert all(row.ok for row in table["glibc"])
+    assert all(row.reason == "library not found" for row in table["absent"])
