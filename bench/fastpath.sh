@@ -56,8 +56,8 @@ trap 'rm -rf "$tmp"' EXIT
 # ir LIB MIX N [main]: instructions callgrind counts for one run, in all or
 # (with "main") in main() itself; "" LIB = glibc.  A failed run returns 1,
 # or 2 when the program printed nothing and the allocator said why on
-# stderr (an allocator that cannot start under valgrind: one that reserves
-# more address space than valgrind gives); its first line goes to stderr.
+# stderr (an allocator that cannot start under valgrind); its first line
+# goes to stderr.
 ir() {
 	out="$tmp/callgrind.out"
 	if ! LD_PRELOAD="$1" valgrind --tool=callgrind --callgrind-out-file="$out" \

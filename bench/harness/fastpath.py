@@ -48,8 +48,8 @@ Spec = tuple[str, str]
 CELL_MEANINGS = {
     "failed": "a callgrind run crashed, failed or did not print `check ok`",
     "refused": "the allocator stopped the program under valgrind before it "
-               "printed anything (its own error on stderr: for example an "
-               "address-space reservation valgrind does not grant)",
+               "printed anything (the allocator's own error is on the "
+               "script's stderr)",
     "?": "callgrind gave no instruction count",
 }
 
