@@ -347,11 +347,17 @@ def test_real_pass_on_glibc():
     assert result.pairs == (2000, 4000)
 
 
+# A library that stops the program in its constructor, with a message on
+# stderr; built with -DSTARTED it prints a line on stdout first, as a
+# program that started and then failed would.
 REFUSING_LIB = r"""
 #include <unistd.h>
 __attribute__((constructor)) static void refuse(void)
 {
 	static const char why[] = "Failed to initialise this allocator.\n";
+#ifdef STARTED
+	(void)!write(1, "started\n", 8);
+#endif
 	(void)!write(2, why, sizeof(why) - 1);
 	_exit(1);
 }
@@ -370,11 +376,13 @@ def test_real_script_tells_a_refusal(tmp_path):
     src = tmp_path / "refuse.c"
     src.write_text(REFUSING_LIB)
     lib = tmp_path / "librefuse.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)],
-                   check=True)
+    started = tmp_path / "libstarted.so"
+    for out, flags in ((lib, []), (started, ["-DSTARTED"])):
+        subprocess.run(["cc", "-shared", "-fPIC", *flags, "-o", str(out),
+                        str(src)], check=True)
     run = subprocess.run(
         ["sh", str(fastpath.SCRIPT), "-b", str(binary), "-s", "200",
-         "-l", "400", "refusing=%s" % lib,
+         "-l", "400", "refusing=%s" % lib, "started=%s" % started,
          "absent=%s" % (tmp_path / "none.so")],
         capture_output=True, text=True, timeout=300)
     table = fastpath.parse_table(run.stdout)
@@ -384,5 +392,7 @@ def test_real_script_tells_a_refusal(tmp_path):
         assert "before it printed anything" in refused.reason
     assert "did not start: Failed to initialise this allocator." in \
         run.stderr
+    for failed in table["started"]:
+        assert not failed.ok and "check ok" in failed.reason
     assert all(row.ok for row in table["glibc"])
     assert all(row.reason == "library not found" for row in table["absent"])
