@@ -57,14 +57,17 @@ static inline uint64_t in_memory_order(uint64_t x)
 #endif
 }
 
-/* The 8 bytes of the canary of block p of page, in memory order (the
- * first one 0 with secure_canary_nul). */
+/* The 8 bytes of the canary of block p of page, in memory order: the
+ * first one 0 with secure_canary_nul, else never 0, so the off-by-one
+ * terminator (a 0 written at p[n]) is always reported. */
 static uint64_t canary_of(const tl_page *page, const void *p)
 {
 	uint64_t key = (uint64_t)(page->key ^ (uintptr_t)p) *
 		       0x9e3779b97f4a7c15ull;
 	int state = __atomic_load_n(&tl_canary_state, __ATOMIC_RELAXED);
-	return state & TL_CANARY_NUL ? key & ~(uint64_t)0xff : key;
+	if (state & TL_CANARY_NUL)
+		return key & ~(uint64_t)0xff;
+	return key | ((key & 0xff) == 0);
 }
 
 /*

@@ -52,6 +52,10 @@
  *                                is 0: a string filling the block ends
  *                                there, and a 0 written there (an
  *                                off-by-one terminator) is harmless
+ *   canary_first_byte_zero       with secure_canary_nul 0 no canary's
+ *                                first byte is 0 (2^20 blocks read), so
+ *                                the off-by-one terminator is always
+ *                                reported (overflow_full's 0 at p[8])
  *   canary_option_ignored        with TLMALLOC_SECURE_CANARY=0 the overflow
  *                                goes unreported (and usable sizes are the
  *                                blocks'); tl_option_set changes nothing
@@ -306,6 +310,26 @@ static void overflow_full_child(void)
 	printf("not detected\n");
 }
 
+/* Reads the canary's first byte of 2^20 blocks of 8 bytes (p[8], in the
+ * block's own slack), over 256 pages with keys of their own: how many are
+ * 0.  Where a first byte may be 0, one page in about 16 has such blocks
+ * (by its key's low byte), so this many pages find them all but always. */
+static void first_bytes_child(void)
+{
+	enum { N = 1 << 20 };
+	static char *p[N];
+	int zero = 0;
+	for (int i = 0; i < N; i++) {
+		char *volatile q = malloc(8);
+		CHECK(q != NULL);
+		zero += q[8] == 0;
+		p[i] = q;
+	}
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	printf("zero first bytes: %d\n", zero);
+}
+
 static void overflow_realloc_child(void)
 {
 	char *volatile p = malloc(40);
@@ -471,6 +495,16 @@ static void canary_nul_missing(void)
 		p[n] = 0;	/* the terminator one past the end */
 		free(p);
 	}
+}
+
+static void canary_first_byte_zero(void)
+{
+	char out[256], err[256];
+	int st = child_run("first_bytes", "TLMALLOC_SECURE_CANARY_NUL=0", out,
+			   sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "zero first bytes: 0\n") != NULL,
+	       "status %d, stdout: %s stderr: %s", st, out, err);
 }
 
 static void canary_option_ignored(void)
@@ -848,6 +882,7 @@ static const struct test_case cases[] = {
 		   "free_sized", "size 21 does not match the block (20 bytes)"),
 	TEST_CASE(canary_usable_size_wrong),
 	TEST_CASE(canary_nul_missing),
+	TEST_CASE(canary_first_byte_zero),
 	TEST_CASE(canary_option_ignored),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
@@ -868,6 +903,7 @@ static const struct test_case cases[] = {
 	{ "overflow_last_8", NULL, overflow_last_8_child, NULL, NULL },
 	{ "overflow_last_100", NULL, overflow_last_100_child, NULL, NULL },
 	{ "overflow_full", NULL, overflow_full_child, NULL, NULL },
+	{ "first_bytes", NULL, first_bytes_child, NULL, NULL },
 	{ "overflow_realloc", NULL, overflow_realloc_child, NULL, NULL },
 	{ "usable_size_of_24", NULL, usable_size_of_24_child, NULL, NULL },
 };
