@@ -59,6 +59,21 @@ TL_API TL_MALLOC_ATTR void *tl_pvalloc(size_t size);
 TL_API size_t tl_usable_size(const void *ptr);
 
 /*
+ * Bytes from ptr to the end of the block holding it, ptr anywhere inside
+ * the block: what tl_usable_size says of the block, less ptr's offset in
+ * it (0 from there on); 0 for NULL; SIZE_MAX for a pointer tlmalloc does
+ * not manage (no bound known).  A pointer into tlmalloc's memory but not
+ * inside a live block (freed, never handed out) is reported on stderr,
+ * then abort, as free does.  hardened_malloc's malloc_object_size, also
+ * exported under that name; a bound for checks like _FORTIFY_SOURCE's.
+ */
+TL_API size_t tl_object_size(const void *ptr);
+/* The same without the checks and never aborting (0 where no block is):
+ * an upper bound from the block's size; hardened_malloc's
+ * malloc_object_size_fast, exported under that name too. */
+TL_API size_t tl_object_size_fast(const void *ptr);
+
+/*
  * Options (docs/options.md lists them; TLMALLOC_<NAME> in the environment
  * sets them at start-up): 0 on success, EINVAL for an unknown name, a value
  * out of range, or a NULL value pointer.

@@ -152,6 +152,59 @@ size_t tl_block_usable(const char *call, const void *p)
 	return page_usable(live_block_page(call, p), p);
 }
 
+/* The start of page's block that holds p; NULL where none does (p before
+ * the first block, past the carved ones, or in a page without blocks). */
+static const uint8_t *block_holding(const tl_page *page, const void *p)
+{
+	const uint8_t *q = p;
+	if (tl_uptr_load_relaxed(&page->owner) == TL_OWNER_FREE ||
+	    q < page->start)
+		return NULL;
+	if (page->kind == TL_PAGE_HUGE)
+		return page->start;
+	uint32_t bs = page->block_size;
+	if (bs == 0)
+		return NULL;
+	size_t i = (size_t)(q - page->start) / bs;
+	if (i >= __atomic_load_n(&page->capacity, __ATOMIC_RELAXED))
+		return NULL;
+	return page->start + i * bs;
+}
+
+/* malloc_object_size of p, a pointer into one of tlmalloc's segments
+ * (tlmalloc.h): from p to the end of what malloc_usable_size says of the
+ * block holding p, after the same checks; 0 from that end on (the slack,
+ * the secure canary). */
+size_t tl_block_object_size(const char *call, const void *p)
+{
+	const uint8_t *block = block_holding(tl_page_of(tl_segment_of(p), p), p);
+	if (block == NULL)
+		tl_fatal(call, p, "not inside a block malloc returned");
+	size_t usable = tl_block_usable(call, block);
+	size_t off = (size_t)((const uint8_t *)p - block);
+	return off < usable ? usable - off : 0;
+}
+
+/* The same from the page's figures alone, with no check and no abort (0
+ * where no block is): the secure canary's tail is taken off the block's
+ * size, its exact place not read. */
+size_t tl_block_object_size_fast(const void *p)
+{
+	const tl_segment *seg = tl_segment_of(p);
+	const tl_page *page = tl_page_of(seg, p);
+	const uint8_t *block = block_holding(page, p);
+	if (block == NULL)
+		return 0;
+	size_t size = page->kind == TL_PAGE_HUGE ? tl_huge_usable(seg, page)
+						 : page->block_size;
+#if TL_SECURE
+	if (tl_canary_tail() != 0 && tl_canary_page(page))
+		size -= tl_canary_tail();
+#endif
+	size_t off = (size_t)((const uint8_t *)p - block);
+	return off < size ? size - off : 0;
+}
+
 void *tl_calloc_impl(size_t count, size_t size)
 {
 	size_t total;

@@ -154,6 +154,47 @@ size_t tl_usable_size(const void *ptr)
 	return tl_block_usable("malloc_usable_size", ptr);
 }
 
+/*
+ * A pointer tlmalloc does not manage has no known bound: SIZE_MAX, as
+ * hardened_malloc says; so has a huge block past its first 4 MiB, which
+ * the segment map does not name (a bound the caller cannot use, never a
+ * wrong one).
+ */
+size_t tl_object_size(const void *ptr)
+{
+	static const char call[] = "malloc_object_size";
+	if (ptr == NULL)
+		return 0;
+	if (!tl_segment_is_ours(ptr)) {
+		if (tl_guarded_holds(ptr))
+			return tl_guarded_object_size(call, ptr, true);
+#if TL_SECURE
+		if (tl_zero_holds(ptr)) {
+			tl_zero_check(call, ptr);
+			return 0;
+		}
+#endif
+		return SIZE_MAX;
+	}
+	return tl_block_object_size(call, ptr);
+}
+
+size_t tl_object_size_fast(const void *ptr)
+{
+	if (ptr == NULL)
+		return 0;
+	if (!tl_segment_is_ours(ptr)) {
+		if (tl_guarded_holds(ptr))
+			return tl_guarded_object_size(NULL, ptr, false);
+#if TL_SECURE
+		if (tl_zero_holds(ptr))
+			return 0;
+#endif
+		return SIZE_MAX;
+	}
+	return tl_block_object_size_fast(ptr);
+}
+
 int tl_trim(void)
 {
 	tl_heap *heap = tl_heap_local;
@@ -179,6 +220,8 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 void cfree(void *ptr);
 void *pvalloc(size_t size) TL_MALLOC_ATTR;
 int malloc_trim(size_t pad);
+size_t malloc_object_size(void *ptr);
+size_t malloc_object_size_fast(void *ptr);
 
 TL_ALIAS(malloc, tl_malloc);
 TL_ALIAS(free, tl_free);
@@ -198,6 +241,17 @@ TL_ALIAS(pvalloc, tl_pvalloc);
 TL_API size_t malloc_usable_size(void *ptr)
 {
 	return tl_usable_size(ptr);
+}
+
+/* hardened_malloc's names (non-const pointers, as its header has them). */
+TL_API size_t malloc_object_size(void *ptr)
+{
+	return tl_object_size(ptr);
+}
+
+TL_API size_t malloc_object_size_fast(void *ptr)
+{
+	return tl_object_size_fast(ptr);
 }
 
 TL_API int malloc_trim(size_t pad)

@@ -204,6 +204,29 @@ size_t tl_guarded_usable(const char *call, const void *p)
 	return usable_of(live_slot(call, p)->size);
 }
 
+size_t tl_guarded_object_size(const char *call, const void *p, bool check)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)first;
+	uint64_t i = off / (2 * page);
+	const char *what = "not inside a block malloc returned";
+	if ((uintptr_t)p >= (uintptr_t)first && i < slot_count &&
+	    off % (2 * page) >= page) {
+		const struct slot *s = &slots[i];
+		uint32_t state = tl_u32_load_acquire(&s->state);
+		uintptr_t block = s->block;
+		size_t usable = usable_of(s->size);
+		if (block != 0 && (uintptr_t)p >= block &&
+		    (uintptr_t)p - block < usable) {
+			if (state == SLOT_LIVE)
+				return usable - ((uintptr_t)p - block);
+			what = "block already freed";
+		}
+	}
+	if (check)
+		tl_fatal(call, p, what);
+	return 0;
+}
+
 void tl_guarded_free(const char *call, void *p)
 {
 	struct slot *s = live_slot(call, p);

@@ -35,6 +35,11 @@ void *tl_guarded_malloc(size_t size) TL_NOINLINE;
 void tl_guarded_free(const char *call, void *p) TL_NOINLINE;
 void *tl_guarded_realloc(void *p, size_t size) TL_NOINLINE;
 size_t tl_guarded_usable(const char *call, const void *p) TL_NOINLINE;
+/* malloc_object_size of p, any pointer into the pool (alloc.c,
+ * tl_object_size): the bytes from p to its live block's end; where no live
+ * block holds p, a report naming call with check, else 0. */
+size_t tl_guarded_object_size(const char *call, const void *p, bool check)
+	TL_NOINLINE;
 /* From the SIGSEGV handler: a fault at addr inside the pool is reported
  * (overflow, underflow, use after free) and aborts; otherwise returns. */
 void tl_guarded_fault(const void *addr);

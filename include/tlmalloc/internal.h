@@ -561,6 +561,11 @@ void *tl_alloc_aligned(size_t alignment, size_t size);
 /* The usable size of p, a pointer into one of tlmalloc's segments; aborts
  * naming call unless p is a live block (tl_free_check). */
 size_t tl_block_usable(const char *call, const void *p);
+/* tl_object_size and tl_object_size_fast (tlmalloc.h) of p, a pointer into
+ * one of tlmalloc's segments; the first aborts naming call unless p is
+ * inside a live block. */
+size_t tl_block_object_size(const char *call, const void *p);
+size_t tl_block_object_size_fast(const void *p);
 void *tl_realloc_impl(void *p, size_t size);
 void *tl_calloc_impl(size_t count, size_t size);
 

@@ -58,6 +58,9 @@
 #define T_CFREE cfree
 
 void free_sized(void *ptr, size_t size);
+/* hardened_malloc's extension, which tlmalloc exports too */
+size_t malloc_object_size(void *ptr);
+size_t malloc_object_size_fast(void *ptr);
 void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 void cfree(void *ptr);
 void *pvalloc(size_t size);

@@ -748,6 +748,48 @@ static void libc_blocks_foreign(void)
 	fclose(f);
 }
 
+/*
+ * tl_object_size (hardened_malloc's malloc_object_size): from any pointer
+ * inside a live block to the block's end, by what tl_usable_size says;
+ * tl_object_size_fast an upper bound of it; 0 for NULL, SIZE_MAX for a
+ * pointer tlmalloc does not manage.  Small, medium and huge blocks; past
+ * a huge block's first 4 MiB the bound may be unknown (SIZE_MAX: the
+ * segment map names only a segment's first 4 MiB, tlmalloc.h).
+ */
+static void object_size_wrong(void)
+{
+	int on_stack = 0;
+	CHECK(tl_object_size(NULL) == 0 && tl_object_size_fast(NULL) == 0);
+	CHECK(tl_object_size(&on_stack) == SIZE_MAX);
+	CHECK(tl_object_size_fast(&on_stack) == SIZE_MAX);
+	for (size_t i = 0; i < SIZE_POINTS + 40; i += 7) {
+		size_t n = i < SIZE_POINTS ? size_at(i)
+					   : (i - SIZE_POINTS + 1) * 1000003;
+		char *p = T_MALLOC(n);
+		CHECKF(p != NULL, "size %zu", n);
+		size_t u = tl_usable_size(p);
+		size_t at[] = { 0, 1, n / 2, u - 1 };
+		for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+			size_t off = at[k] < u ? at[k] : 0;
+			size_t got = tl_object_size(p + off);
+			int far = ((uintptr_t)(p + off) ^ (uintptr_t)p) >=
+				   ((uintptr_t)4 << 20);
+			CHECKF(got == u - off || (far && got == SIZE_MAX),
+			       "malloc(%zu), usable %zu: "
+			       "object size at +%zu is %zu", n, u, off, got);
+			CHECKF(tl_object_size_fast(p + off) >= got,
+			       "malloc(%zu): fast bound at +%zu is %zu < %zu",
+			       n, off, tl_object_size_fast(p + off), got);
+		}
+#if !defined(TL_TEST_TL_NAMES)
+		if (u > 1)	/* (a secure zero-size block has no byte) */
+			CHECK(malloc_object_size(p + 1) == tl_object_size(p + 1));
+		CHECK(malloc_object_size_fast(p) == tl_object_size_fast(p));
+#endif
+		T_FREE(p);
+	}
+}
+
 #if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
 /*
  * Linked statically, each standard name is tlmalloc's function itself (an
@@ -811,6 +853,8 @@ static void standard_names_not_replaced(void)
 	NAME_IN_TLMALLOC(valloc);
 	NAME_IN_TLMALLOC(pvalloc);
 	NAME_IN_TLMALLOC(malloc_usable_size);
+	NAME_IN_TLMALLOC(malloc_object_size);
+	NAME_IN_TLMALLOC(malloc_object_size_fast);
 }
 #endif
 
@@ -843,6 +887,7 @@ static const struct test_case tests[] = {
 	TEST_CASE(version_mismatch),
 	TEST_CASE(trim_releases_nothing),
 	TEST_CASE(libc_blocks_foreign),
+	TEST_CASE(object_size_wrong),
 #if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
 	TEST_CASE(static_names_not_replaced),
 #endif

@@ -22,6 +22,10 @@
  *   double_free_silent        free(p) twice: "free(p): double free"
  *   interior_free_silent      free(p + 16): not the start of a block
  *   usable_freed_silent       malloc_usable_size of a freed block
+ *   object_size_rule          malloc_object_size inside a live block: to
+ *                             its usable end; the fast one the same, 0
+ *                             once the block is freed
+ *   object_size_freed_silent  malloc_object_size into a freed block
  *   own_fault_not_reported    a fault of the program's own, outside the
  *                             pool, is still a SIGSEGV with no line
  *   pool_bounded              TLMALLOC_GUARDED_SLOTS=4: never more than 4
@@ -256,6 +260,38 @@ static void usable_freed_silent(void)
 	const char *words[] = { "block already freed", NULL };
 	expect_report(test_name(), RATE1,
 		      "tlmalloc: malloc_usable_size(0x", words);
+}
+
+size_t malloc_object_size(void *ptr);	/* hardened_malloc's extension */
+size_t malloc_object_size_fast(void *ptr);
+
+static void object_size_child(void)
+{
+	char *p = malloc(24);
+	CHECK(malloc_usable_size(p) == 32);	/* guarded: right-aligned */
+	CHECK(malloc_object_size(p) == 32 && malloc_object_size(p + 31) == 1);
+	CHECK(malloc_object_size_fast(p + 5) == 27);
+	free(p);
+	CHECK(malloc_object_size_fast(p + 5) == 0);
+}
+
+static void object_size_rule(void)
+{
+	expect_clean(test_name(), RATE1);
+}
+
+static void object_size_freed_child(void)
+{
+	char *volatile p = malloc(64);
+	free((void *)p);
+	malloc_object_size(p + 8);
+}
+
+static void object_size_freed_silent(void)
+{
+	const char *words[] = { "block already freed", NULL };
+	expect_report(test_name(), RATE1,
+		      "tlmalloc: malloc_object_size(0x", words);
 }
 
 static void own_fault_child(void)
@@ -499,6 +535,8 @@ static const struct test_case cases[] = {
 	TEST_CHILD(double_free_silent, double_free_child),
 	TEST_CHILD(interior_free_silent, interior_free_child),
 	TEST_CHILD(usable_freed_silent, usable_freed_child),
+	TEST_CHILD(object_size_rule, object_size_child),
+	TEST_CHILD(object_size_freed_silent, object_size_freed_child),
 	TEST_CHILD(own_fault_not_reported, own_fault_child),
 	TEST_CHILD(pool_bounded, pool_bounded_child),
 	TEST_CHILD(threads_corrupt_rate1, threads_child),

@@ -21,6 +21,11 @@
  *   double_free_medium_silent   a 20 KiB block freed twice
  *   realloc_freed_silent        realloc of a freed block
  *   usable_freed_silent         malloc_usable_size of a freed block
+ *   object_size_freed_silent    malloc_object_size of a pointer into a
+ *                               freed block
+ *   object_size_freed_medium_silent  ... into a freed 100 KiB block, past
+ *                               its first slice
+ *   object_size_past_carved_silent  malloc_object_size(malloc(16) + 16384)
  *   never_returned_silent       free of a block start malloc never returned
  *   foreign_unmapped_free_silent  free of a pointer into a mapping whose
  *                               4 MiB-aligned base is unmapped (free's
@@ -198,6 +203,31 @@ static void usable_freed_child(void)
 	char *p = block(64);
 	free(p);
 	printf("%zu\n", malloc_usable_size(p));
+}
+
+size_t malloc_object_size(void *ptr);	/* hardened_malloc's extension */
+
+static void object_size_freed_child(void)
+{
+	char *p = block(64);
+	free(p);
+	printf("%zu\n", malloc_object_size(p + 8));
+}
+
+static void object_size_freed_medium_child(void)
+{
+	char *p = block(100 << 10);
+	char *inside = p + (64 << 10) - ((uintptr_t)p & 0xffff) + 16;
+	CHECK(inside < p + (100 << 10));
+	free(p);
+	printf("%zu\n", malloc_object_size(inside));
+}
+
+static void object_size_past_carved_child(void)
+{
+	char *p = malloc(16);
+	CHECK(p != NULL);
+	printf("%zu\n", malloc_object_size(p + 16384));
 }
 
 /* The block after the last one malloc returned in a fresh page of its own
@@ -505,6 +535,14 @@ static const struct test_case cases[] = {
 		   "realloc", "block already freed"),
 	TEST_DEATH(usable_freed_silent, usable_freed_child,
 		   "malloc_usable_size", "block already freed"),
+	TEST_DEATH(object_size_freed_silent, object_size_freed_child,
+		   "malloc_object_size", "block already freed"),
+	TEST_DEATH(object_size_freed_medium_silent,
+		   object_size_freed_medium_child,
+		   "malloc_object_size", "block already freed"),
+	TEST_DEATH(object_size_past_carved_silent,
+		   object_size_past_carved_child,
+		   "malloc_object_size", "not inside a block malloc returned"),
 	TEST_DEATH(never_returned_silent, never_returned_child,
 		   "free", "double free"),
 	TEST_DEATH(foreign_unmapped_free_silent, foreign_unmapped_free_child,

@@ -38,6 +38,9 @@
  *                                the quarantine still holds p (without it,
  *                                checked too, p was handed out again and
  *                                the second free goes through)
+ *   object_size_quarantined_missed  malloc_object_size into a freed block
+ *                                the quarantine holds (CALL(0x...): block
+ *                                already freed)
  *   sized_free_larger_missed     free_sized with one byte more than malloc
  *                                was asked for, in the same class
  * and, living cases:
@@ -856,6 +859,17 @@ static void zero_size_double_free_child(void)
 	printf("not detected\n");
 }
 
+size_t malloc_object_size(void *ptr);	/* hardened_malloc's extension */
+
+static void object_size_quarantined_child(void)
+{
+	char *p = malloc(SIZE);
+	CHECK(p != NULL);
+	CHECK(malloc_object_size(p + 3) == SIZE - 3);
+	free(p);
+	printf("%zu\n", malloc_object_size(p + 3));
+}
+
 static const struct test_case cases[] = {
 	TEST_CASE(not_secure_library),
 	TEST_DEATH(double_free_missed, double_free_child,
@@ -866,6 +880,8 @@ static const struct test_case cases[] = {
 		   "free", "double free"),
 	TEST_CHILD(overrun_into_link_missed, overrun_into_link_child),
 	TEST_CHILD(use_after_free_link_missed, use_after_free_link_child),
+	TEST_DEATH(object_size_quarantined_missed, object_size_quarantined_child,
+		   "malloc_object_size", "block already freed"),
 	TEST_DEATH(interior_free_missed, interior_free_child,
 		   "free", "not the start of a block"),
 	TEST_CHILD(write_after_free_missed, write_after_free_child),
