@@ -35,11 +35,9 @@
  * A sampled huge block is a huge segment like any other, found by address
  * when freed (tl_profile_huge_live counts them).
  *
- * Stacks are taken with libgcc's _Unwind_Backtrace, before any lock of
- * ours is held: it reads the .eh_frame tables that x86-64 code carries
- * whether or not it keeps frame pointers (Debian's libraries do not), does
- * not allocate, and takes no lock but the dynamic loader's, which is
- * recursive.  A thread inside the profiler does not sample (a re-entry from
+ * Stacks are taken by tl_profile_stack (profile_stack.c: libgcc's unwinder,
+ * and on x86-64 the frames it walked remembered), before any lock of ours
+ * is held.  A thread inside the profiler does not sample (a re-entry from
  * the unwinder allocates plainly).
  *
  * Memory: one state per sampling thread, reused (tl_prof.free_states,
@@ -54,9 +52,6 @@
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/profiler.h"
-#if TL_HAVE_UNWIND
-#include <unwind.h>
-#endif
 
 #define PROXIES 21			/* classes 1..20: sizes to TL_DIRECT_MAX */
 /* A chain shorter than the countdown makes its page carve blocks up to
@@ -350,105 +345,22 @@ void tl_profile_heap_detach(tl_heap *heap)
 	tl_prof.free_states = ph;
 	tl_lock_release(&tl_prof.lock);
 }
-
-/* ---- stacks ---- */
-
-static void *profile_malloc(tl_heap *heap, size_t size);
-
-#if TL_HAVE_UNWIND
-struct unwind_state {
-	uintptr_t *pc;
-	unsigned depth;
-	bool in_caller;
-};
-
-#ifndef TL_NO_OVERRIDE
-void *_Znwm(size_t n);
-void *_Znam(size_t n);
-void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag);
-void *_ZnamRKSt9nothrow_t(size_t n, const void *tag);
-#endif
-
-/* Whether a frame's function is tlmalloc's, on the way from the caller's
- * allocation to here: those frames are left out of the stack. */
-static bool frame_is_ours(uintptr_t fn)
-{
-	const uintptr_t ours[] = {
-		(uintptr_t)profile_malloc, (uintptr_t)tl_profile_malloc,
-		(uintptr_t)tl_malloc_generic,
-		(uintptr_t)tl_malloc_slow, (uintptr_t)tl_heap_alloc,
-		(uintptr_t)tl_malloc, (uintptr_t)tl_calloc,
-		(uintptr_t)tl_realloc, (uintptr_t)tl_reallocarray,
-		(uintptr_t)tl_aligned_alloc, (uintptr_t)tl_posix_memalign,
-		(uintptr_t)tl_memalign, (uintptr_t)tl_valloc,
-		(uintptr_t)tl_pvalloc, (uintptr_t)tl_alloc_aligned,
-		(uintptr_t)tl_calloc_impl, (uintptr_t)tl_realloc_impl,
-		(uintptr_t)tl_large_alloc, (uintptr_t)tl_guarded_malloc,
-		(uintptr_t)tl_guarded_realloc, (uintptr_t)tl_profile_stack,
-#ifndef TL_NO_OVERRIDE
-		(uintptr_t)_Znwm, (uintptr_t)_Znam,
-		(uintptr_t)_ZnwmRKSt9nothrow_t, (uintptr_t)_ZnamRKSt9nothrow_t,
-#endif
-	};
-	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		if (fn == ours[i])
-			return true;
-	return false;
-}
-
-static _Unwind_Reason_Code unwind_one(struct _Unwind_Context *ctx, void *arg)
-{
-	struct unwind_state *st = arg;
-	uintptr_t ip = _Unwind_GetIP(ctx);
-	if (ip == 0)
-		return _URC_END_OF_STACK;
-	if (!st->in_caller) {
-		if (frame_is_ours(_Unwind_GetRegionStart(ctx)))
-			return _URC_NO_REASON;
-		st->in_caller = true;
-	}
-	st->pc[st->depth++] = ip;
-	return st->depth < PROF_DEPTH ? _URC_NO_REASON : _URC_END_OF_STACK;
-}
-
-/* The caller's stack, innermost first (return addresses).  Inlined, so
- * its frame is its caller's: one frame fewer to unwind a sample (about
- * 1,500 instructions). */
-static TL_ALWAYS_INLINE unsigned capture(uintptr_t *pc)
-{
-	struct unwind_state st = { .pc = pc };
-	_Unwind_Backtrace(unwind_one, &st);
-	return st.depth;
-}
-#else
-/* No unwinder in this build: setup_locked keeps profiling off. */
-static TL_ALWAYS_INLINE unsigned capture(uintptr_t *pc)
-{
-	pc[0] = 0;
-	return 0;
-}
-#endif
-
-unsigned tl_profile_stack(uintptr_t *pc)
-{
-	return capture(pc);
-}
-
 /* ---- allocation and free ---- */
 
 /*
  * An allocation of size bytes is sampled, from a stream whose allocations
  * are s bytes each (the block size of its class, for the countdown): it
  * stands for 1 / p(s) allocations of size bytes.  Its block comes from
- * tl_profile_blocks; NULL if it cannot.  Inlined into profile_malloc, so
- * the stack starts at its frame: one frame fewer to unwind.
+ * tl_profile_blocks; NULL if it cannot.  Inlined into
+ * tl_profile_sample_malloc, so the stack starts at its frame: one frame
+ * fewer to unwind.
  */
 static TL_ALWAYS_INLINE void *sample(size_t size, double s,
 				     struct tl_profile_heap *ph)
 {
 	uintptr_t pc[PROF_DEPTH];
 	in_profiler = true;
-	unsigned depth = capture(pc);
+	unsigned depth = tl_profile_stack(pc);
 	double count = 1.0 / sample_probability(s / ph->rate);
 	tl_lock_acquire(&tl_prof.lock);
 	void *p = tl_heap_malloc(&tl_profile_blocks, size);
@@ -523,7 +435,7 @@ static TL_ALWAYS_INLINE void *profile_malloc_steps(tl_heap *heap, size_t size)
 
 /* tl_malloc_slow jumps to the profiler without polling the purger
  * (internal.h); every way but proxy_rechain's polls it here. */
-static TL_NOINLINE void *profile_malloc(tl_heap *heap, size_t size)
+TL_NOINLINE void *tl_profile_sample_malloc(tl_heap *heap, size_t size)
 {
 	void *p = profile_malloc_steps(heap, size);
 	tl_purger_poll();
@@ -531,7 +443,7 @@ static TL_NOINLINE void *profile_malloc(tl_heap *heap, size_t size)
 }
 
 /* The end of a chain, the usual case first (proxy_rechain), small enough
- * to save no registers; everything else in profile_malloc. */
+ * to save no registers; everything else in tl_profile_sample_malloc. */
 void *tl_profile_malloc(tl_heap *heap, size_t size)
 {
 	struct tl_profile_heap *ph = heap->prof;
@@ -542,7 +454,7 @@ void *tl_profile_malloc(tl_heap *heap, size_t size)
 		if (p != NULL)
 			return p;
 	}
-	return profile_malloc(heap, size);
+	return tl_profile_sample_malloc(heap, size);
 }
 
 void tl_profile_free(tl_page *page, void *p)

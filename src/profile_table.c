@@ -154,7 +154,7 @@ void tl_profile_stats_get(struct tl_profile_stats *out)
 		.samples = tl_prof.sample_count,
 		.samples_total = tl_prof.samples_total,
 		.dropped = tl_prof.dropped,
-		.held = tl_prof.held,
+		.held = tl_prof.held + tl_profile_stack_held(),
 	};
 	tl_lock_release(&tl_prof.lock);
 }

@@ -137,6 +137,11 @@ static inline uint64_t tl_u64_fetch_and_relaxed(tl_atomic_u64 *a, uint64_t x)
 	return atomic_fetch_and_explicit(&a->v, x, memory_order_relaxed);
 }
 
+static inline void tl_u64_store_relaxed(tl_atomic_u64 *a, uint64_t x)
+{
+	atomic_store_explicit(&a->v, x, memory_order_relaxed);
+}
+
 static inline bool tl_u64_cas_weak_relaxed(tl_atomic_u64 *a,
 					   uint64_t *expected, uint64_t x)
 {

@@ -69,7 +69,7 @@ static inline void tl_profile_huge_moved(void *from, void *to)
 		tl_profile_huge_moved_slow(from, to);
 }
 
-/* Frames tl_profile_stack writes at most. */
+/* Frames tl_profile_stack writes at most (profile_stack.c). */
 #define TL_PROFILE_STACK_MAX 32
 /* The calling allocation's stack, innermost first, tlmalloc's own frames
  * left out (return addresses; 0 frames where the build has no unwinder):

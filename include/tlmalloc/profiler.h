@@ -24,6 +24,13 @@
 #endif
 
 #define PROF_DEPTH TL_PROFILE_STACK_MAX	/* frames kept per stack */
+
+/* A malloc the profiler takes over (profile.c): it samples or counts down;
+ * its frame is left out of a sample's stack (profile_stack.c). */
+void *tl_profile_sample_malloc(tl_heap *heap, size_t size) TL_NOINLINE;
+/* Bytes of the table of walked frames (profile_stack.c) once a walk has
+ * used it, else 0: static, touched only by the profiler. */
+size_t tl_profile_stack_held(void);
 #define PROF_STACKS 4096		/* distinct stacks */
 #define PROF_SAMPLES 65536		/* live samples */
 #define PROF_PATH_MAX 4096

@@ -27,7 +27,7 @@ EXCEPTIONS: set[tuple[str, str]] = {
     ("heap", "tl_profile_proxy"), ("heap", "tl_profile_heap_settle"),
     ("heap", "tl_profile_heap_detach"), ("heap", "tl_profile_no_queue"),
     ("stats", "tl_version"),
-} | {("profile", n) for n in (
+} | {("profile_stack", n) for n in (
     "tl_malloc", "tl_calloc", "tl_realloc", "tl_reallocarray",
     "tl_aligned_alloc", "tl_memalign", "tl_posix_memalign", "tl_valloc",
     "tl_pvalloc")}
