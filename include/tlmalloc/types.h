@@ -177,7 +177,9 @@ typedef struct tl_page {
 	uint8_t kind;		/* enum tl_page_kind */
 	uint8_t dirty;		/* pool: holds data not yet purged */
 	uint8_t in_pool;	/* pool: in the pool's free list */
-	uint8_t slice_offset;	/* follower: slices after its leader */
+#if TL_SECURE
+	uint8_t slice_offset;	/* follower: see below */
+#endif
 	/* abandoned: left by its heap without a count (a small page of a
 	 * queue): avail means nothing, local_free is not collected; the heap
 	 * that adopts it makes it its queue's head, which needs no count, and
@@ -228,6 +230,13 @@ typedef struct tl_page {
 	uint64_t div_magic;
 	uint64_t purge_at_ms;	/* pool: when a dirty free page is purged */
 	struct tl_page *prev;	/* the other link (next), rarely written */
+#if !TL_SECURE
+	/* Follower: slices after its leader.  In this line, with owner: a
+	 * free past a medium page's first slice reads one line of the
+	 * follower's descriptor, not two (the secure build's line has no
+	 * room left, for its key). */
+	uint8_t slice_offset;
+#endif
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */
 	uintptr_t key;		/* secret of the page's link encoding */
