@@ -181,12 +181,37 @@ static inline void check_block(const char *call, const tl_page *page,
 #endif
 }
 
+/*
+ * The bytes right before a huge block lie in its segment's header, past
+ * all the header holds (its descriptors, sizes and cuts): zero from the
+ * mapping on and never written by tlmalloc, whether the block starts at
+ * TL_SEGMENT_HEADER or further for an alignment, so a write there (an
+ * underflow of up to this many bytes) is found when the block is freed,
+ * reallocated or measured.
+ */
+#define HUGE_UNDERFLOW_BYTES 64
+_Static_assert(sizeof(tl_segment) + HUGE_UNDERFLOW_BYTES <= TL_SEGMENT_HEADER,
+	       "the bytes before a huge block are the header's unused tail");
+
+static void huge_underflow_check(const char *call, const tl_page *page)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)
+		(page->start - HUGE_UNDERFLOW_BYTES);
+	uint64_t any = 0;
+	for (size_t i = 0; i < HUGE_UNDERFLOW_BYTES / sizeof(*w); i++)
+		any |= w[i];
+	if (tl_unlikely(any != 0))
+		tl_fatal(call, page->start, "the bytes before the block were "
+					    "overwritten (buffer underflow)");
+}
+
 void tl_free_check(const char *call, const tl_page *page, const void *p,
 		   bool owner)
 {
 	if (page->kind == TL_PAGE_HUGE) {	/* one block, at start */
 		if (p != page->start)
 			not_a_block(call, p);
+		huge_underflow_check(call, page);
 		return;
 	}
 	check_block(call, page, p, owner);

@@ -26,6 +26,10 @@
  *   object_size_freed_medium_silent  ... into a freed 100 KiB block, past
  *                               its first slice
  *   object_size_past_carved_silent  malloc_object_size(malloc(16) + 16384)
+ *   huge_underflow_silent       free of a huge block whose byte before it
+ *                               was written
+ *   huge_aligned_underflow_silent  realloc of a 1 MiB-aligned huge block
+ *                               with 32 bytes before it written
  *   never_returned_silent       free of a block start malloc never returned
  *   foreign_unmapped_free_silent  free of a pointer into a mapping whose
  *                               4 MiB-aligned base is unmapped (free's
@@ -206,6 +210,24 @@ static void usable_freed_child(void)
 }
 
 size_t malloc_object_size(void *ptr);	/* hardened_malloc's extension */
+
+static void huge_underflow_child(void)
+{
+	char *volatile p = malloc(300000);
+	CHECK(p != NULL);
+	p[-1] = 'x';
+	free((void *)p);
+	printf("not detected\n");
+}
+
+static void huge_aligned_underflow_child(void)
+{
+	void *q = NULL;
+	CHECK(posix_memalign(&q, (size_t)1 << 20, 300000) == 0);
+	char *volatile p = q;
+	memset((void *)(p - 32), 'x', 32);
+	printf("%p\n", realloc((void *)p, 600000));
+}
 
 static void object_size_freed_child(void)
 {
@@ -543,6 +565,10 @@ static const struct test_case cases[] = {
 	TEST_DEATH(object_size_past_carved_silent,
 		   object_size_past_carved_child,
 		   "malloc_object_size", "not inside a block malloc returned"),
+	TEST_DEATH(huge_underflow_silent, huge_underflow_child,
+		   "free", "buffer underflow"),
+	TEST_DEATH(huge_aligned_underflow_silent, huge_aligned_underflow_child,
+		   "realloc", "buffer underflow"),
 	TEST_DEATH(never_returned_silent, never_returned_child,
 		   "free", "double free"),
 	TEST_DEATH(foreign_unmapped_free_silent, foreign_unmapped_free_child,
