@@ -171,13 +171,13 @@ static const uint8_t *block_holding(const tl_page *page, const void *p)
 	return page->start + i * bs;
 }
 
-/* malloc_object_size of p, a pointer into one of tlmalloc's segments
- * (tlmalloc.h): from p to the end of what malloc_usable_size says of the
- * block holding p, after the same checks; 0 from that end on (the slack,
- * the secure canary). */
-size_t tl_block_object_size(const char *call, const void *p)
+/* malloc_object_size of p, a pointer into page (tlmalloc.h): from p to the
+ * end of what malloc_usable_size says of the block holding p, after the
+ * same checks; 0 from that end on (the slack, the secure canary). */
+size_t tl_block_object_size(const char *call, const tl_page *page,
+			    const void *p)
 {
-	const uint8_t *block = block_holding(tl_page_of(tl_segment_of(p), p), p);
+	const uint8_t *block = block_holding(page, p);
 	if (block == NULL)
 		tl_fatal(call, p, "not inside a block malloc returned");
 	size_t usable = tl_block_usable(call, block);
@@ -188,10 +188,9 @@ size_t tl_block_object_size(const char *call, const void *p)
 /* The same from the page's figures alone, with no check and no abort (0
  * where no block is): the secure canary's tail is taken off the block's
  * size, its exact place not read. */
-size_t tl_block_object_size_fast(const void *p)
+size_t tl_block_object_size_fast(const tl_segment *seg, const tl_page *page,
+				 const void *p)
 {
-	const tl_segment *seg = tl_segment_of(p);
-	const tl_page *page = tl_page_of(seg, p);
 	const uint8_t *block = block_holding(page, p);
 	if (block == NULL)
 		return 0;

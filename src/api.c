@@ -155,44 +155,56 @@ size_t tl_usable_size(const void *ptr)
 }
 
 /*
- * A pointer tlmalloc does not manage has no known bound: SIZE_MAX, as
- * hardened_malloc says; so has a huge block past its first 4 MiB, which
- * the segment map does not name (a bound the caller cannot use, never a
- * wrong one).
+ * The segment and page of ptr for malloc_object_size: where the segment
+ * map names ptr's segment, its page; else a huge segment whose mapping
+ * holds ptr (a block past its first 4 MiB, or aligned to 4 MiB or more);
+ * else none: a pointer tlmalloc does not manage, whose bound is unknown
+ * (SIZE_MAX, as hardened_malloc says).
  */
+static const tl_page *object_page(const void *ptr, const tl_segment **seg)
+{
+	if (tl_segment_is_ours(ptr)) {
+		*seg = tl_segment_of(ptr);
+		return tl_page_of(*seg, ptr);
+	}
+	*seg = tl_segment_holding(ptr);
+	if (*seg == NULL || (*seg)->kind != TL_PAGE_HUGE)
+		return NULL;
+	return tl_segment_page(*seg, 0);
+}
+
 size_t tl_object_size(const void *ptr)
 {
 	static const char call[] = "malloc_object_size";
 	if (ptr == NULL)
 		return 0;
-	if (!tl_segment_is_ours(ptr)) {
-		if (tl_guarded_holds(ptr))
-			return tl_guarded_object_size(call, ptr, true);
+	if (tl_guarded_holds(ptr))
+		return tl_guarded_object_size(call, ptr, true);
 #if TL_SECURE
-		if (tl_zero_holds(ptr)) {
-			tl_zero_check(call, ptr);
-			return 0;
-		}
-#endif
-		return SIZE_MAX;
+	if (tl_zero_holds(ptr)) {
+		tl_zero_check(call, ptr);
+		return 0;
 	}
-	return tl_block_object_size(call, ptr);
+#endif
+	const tl_segment *seg;
+	const tl_page *page = object_page(ptr, &seg);
+	return page != NULL ? tl_block_object_size(call, page, ptr) : SIZE_MAX;
 }
 
 size_t tl_object_size_fast(const void *ptr)
 {
 	if (ptr == NULL)
 		return 0;
-	if (!tl_segment_is_ours(ptr)) {
-		if (tl_guarded_holds(ptr))
-			return tl_guarded_object_size(NULL, ptr, false);
+	if (tl_guarded_holds(ptr))
+		return tl_guarded_object_size(NULL, ptr, false);
 #if TL_SECURE
-		if (tl_zero_holds(ptr))
-			return 0;
+	if (tl_zero_holds(ptr))
+		return 0;
 #endif
-		return SIZE_MAX;
-	}
-	return tl_block_object_size_fast(ptr);
+	const tl_segment *seg;
+	const tl_page *page = object_page(ptr, &seg);
+	return page != NULL ? tl_block_object_size_fast(seg, page, ptr)
+			    : SIZE_MAX;
 }
 
 int tl_trim(void)

@@ -216,6 +216,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	}
 	huge_guard(moved, map_size);
 	moved->map_size = map_size;
+	tl_segment_huge_sized(map_size);
 	moved->slices[0].start = (uint8_t *)moved + offset;
 	tl_segment_remember(moved);
 	tl_pool_register_segment(moved);

@@ -81,6 +81,7 @@ void tl_pool_segment_resized(tl_segment *seg, size_t map_size)
 		tl_pool.mapped_peak = tl_pool.mapped;
 	seg->map_size = map_size;
 	tl_lock_release(&tl_pool.lock);
+	tl_segment_huge_sized(map_size);
 }
 
 static tl_page *take_free_locked(enum tl_page_kind kind)

@@ -58,6 +58,46 @@ bool tl_segment_is_ours(const void *p)
 	return (tl_u64_load_relaxed(&segment_map[word]) & bit) != 0;
 }
 
+/* The largest mapping a huge segment has had: no segment start further
+ * below a pointer than this can hold it (tl_segment_holding). */
+static tl_atomic_u64 huge_map_max;
+
+void tl_segment_huge_sized(size_t map_size)
+{
+	uint64_t max = tl_u64_load_relaxed(&huge_map_max);
+	while (max < map_size &&
+	       !tl_u64_cas_weak_relaxed(&huge_map_max, &max, map_size))
+		;
+}
+
+tl_segment *tl_segment_holding(const void *p)
+{
+	uint64_t reach = tl_u64_load_relaxed(&huge_map_max);
+	if ((uintptr_t)p >> TL_ADDRESS_BITS || reach == 0)
+		return NULL;
+	uintptr_t n = (uintptr_t)p >> TL_SEGMENT_SHIFT;
+	uintptr_t low = (uintptr_t)p > reach
+				? ((uintptr_t)p - reach) >> TL_SEGMENT_SHIFT : 0;
+	size_t word = n >> 6;
+	unsigned bit = (unsigned)(n & 63);
+	uint64_t w = tl_u64_load_relaxed(&segment_map[word]) &
+		     (bit == 63 ? ~(uint64_t)0 : ((uint64_t)2 << bit) - 1);
+	while (w == 0) {
+		if (word == 0 || ((uintptr_t)word << 6) <= low)
+			return NULL;
+		w = tl_u64_load_relaxed(&segment_map[--word]);
+	}
+	uintptr_t start = (((uintptr_t)word << 6) |
+			   (uintptr_t)(63 - __builtin_clzll(w)))
+			  << TL_SEGMENT_SHIFT;
+	if ((uintptr_t)p - start >= reach)
+		return NULL;	/* no huge segment reaches that far */
+	const tl_segment *seg = (const tl_segment *)start;
+	if ((uintptr_t)p - start >= seg->map_size)
+		return NULL;
+	return (tl_segment *)start;
+}
+
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page, size_t *size)
 {
 	size_t slice = (size_t)(page - seg->slices);
@@ -206,6 +246,7 @@ static size_t huge_offset(size_t alignment)
  * offset, and mark it live in the bitmap. */
 static void huge_init(tl_segment *seg, size_t map_size, size_t offset)
 {
+	tl_segment_huge_sized(map_size);
 	seg->map_size = map_size;
 	seg->kind = TL_PAGE_HUGE;
 	seg->page_shift = TL_SEGMENT_SHIFT;

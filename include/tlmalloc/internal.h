@@ -375,6 +375,18 @@ void tl_segment_shadow_objects(void);
 void tl_fault_init(void);
 /* Whether p lies in a live segment of tlmalloc's. */
 bool tl_segment_is_ours(const void *p);
+/*
+ * The live segment whose mapping holds p, wherever in it p points (a huge
+ * block reaches past its segment's first 4 MiB, which tl_segment_is_ours
+ * names alone), or NULL.  Looks no further down than the largest huge
+ * mapping made yet, and reads the header of the nearest live segment
+ * start within that: a pointer so near a segment that another thread is
+ * unmapping may fault (malloc_object_size's pointers are live blocks').
+ */
+tl_segment *tl_segment_holding(const void *p);
+/* A huge segment's mapping is now map_size bytes (made, grown, moved):
+ * how far tl_segment_holding must look. */
+void tl_segment_huge_sized(size_t map_size);
 uint8_t *tl_page_area(const tl_segment *seg, const tl_page *page,
 		      size_t *size);
 
@@ -562,10 +574,12 @@ void *tl_alloc_aligned(size_t alignment, size_t size);
  * naming call unless p is a live block (tl_free_check). */
 size_t tl_block_usable(const char *call, const void *p);
 /* tl_object_size and tl_object_size_fast (tlmalloc.h) of p, a pointer into
- * one of tlmalloc's segments; the first aborts naming call unless p is
- * inside a live block. */
-size_t tl_block_object_size(const char *call, const void *p);
-size_t tl_block_object_size_fast(const void *p);
+ * page of segment seg; the first aborts naming call unless p is inside a
+ * live block. */
+size_t tl_block_object_size(const char *call, const tl_page *page,
+			    const void *p);
+size_t tl_block_object_size_fast(const tl_segment *seg, const tl_page *page,
+				 const void *p);
 void *tl_realloc_impl(void *p, size_t size);
 void *tl_calloc_impl(size_t count, size_t size);
 

@@ -518,6 +518,19 @@ static void op_usable(struct reader *r)
 	if (b->state == FZ_LIVE && u != b->usable)
 		fz_fail("tl_usable_size(%p) = %zu, was %zu when allocated "
 			"(%zu asked)", (void *)b->p, u, b->usable, b->req);
+	if (b->state != FZ_LIVE || u == 0)
+		return;
+	/* tl_object_size from a point inside it (from the step, so the
+	 * program's bytes mean what they meant before this check) */
+	fz_call = "tl_object_size";
+	size_t off = (size_t)((fz_step * 2654435761u) % u);
+	size_t o = tl_object_size((const char *)b->p + off);
+	size_t of = tl_object_size_fast((const char *)b->p + off);
+	TRACE("step %u: tl_object_size(%p + %zu) = %zu, fast %zu\n", fz_step,
+	      (void *)b->p, off, o, of);
+	if (o != u - off || of < o)
+		fz_fail("tl_object_size(%p + %zu) = %zu (fast %zu), usable %zu",
+			(void *)b->p, off, o, of, u);
 }
 
 /* Giving memory back must not touch a live block: verify them all. */
