@@ -36,8 +36,9 @@
  *   - every word read lies between the walk's stack pointer and the
  *     highest CFA libgcc reached on this thread (the outermost frame's,
  *     which sits under the stack's top), so a wrong k reads the thread's
- *     stack and nothing else: the worst a frame not yet known as variable
- *     can do is give its sample a wrong stack, never a fault;
+ *     stack: the worst a frame not yet known as variable can do is give
+ *     its sample a wrong stack (a program running on stacks of its own
+ *     below the thread's is the exception: docs/profiling.md);
  *   - a return address must be in the table to be followed.
  * The table: WALK_SLOTS words (32 KiB, static), each a return address with
  * its k and two flags, written with one atomic store, read with relaxed
