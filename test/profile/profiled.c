@@ -357,10 +357,10 @@ static const char *frame_name(unsigned long pc)
  * (200,000 blocks of 200 bytes at the rate of 16 KiB: about 2,500
  * samples, 10 stacks).
  */
-static void stack_frames_wrong(void)
+/* Every stack of alloc_h in the profile is right, and every depth, with
+ * and without alloca, is seen. */
+static void check_stack_rounds(void)
 {
-	for (int i = 0; i < ROUNDS; i++)
-		free(stack_round(i));
 	char path[4096], line[8192];
 	dump_path(path, sizeof(path));
 	CHECKF(tl_profile_dump(path) == 0, "dump to %s", path);
@@ -402,7 +402,37 @@ static void stack_frames_wrong(void)
 			       a ? " through alloca" : "");
 }
 
+static void stack_frames_wrong(void)
+{
+	for (int i = 0; i < ROUNDS; i++)
+		free(stack_round(i));
+	check_stack_rounds();
+}
+
+#define STACK_THREADS 4
+
+static void *stack_rounds(void *arg)
+{
+	for (int i = (int)(intptr_t)arg; i < ROUNDS; i += STACK_THREADS)
+		free(stack_round(i));
+	return NULL;
+}
+
+/* The same in four threads at once: they learn the shared table of walked
+ * frames together, each with its own bound of the stack. */
+static void stack_frames_wrong_threads(void)
+{
+	pthread_t t[STACK_THREADS];
+	for (int k = 0; k < STACK_THREADS; k++)
+		CHECK(pthread_create(&t[k], NULL, stack_rounds,
+				     (void *)(intptr_t)k) == 0);
+	for (int k = 0; k < STACK_THREADS; k++)
+		CHECK(pthread_join(t[k], NULL) == 0);
+	check_stack_rounds();
+}
+
 static const struct test_case cases[] = {
+	TEST_CASE(stack_frames_wrong_threads),
 	TEST_CASE(stack_frames_wrong),
 	TEST_CASE(signal_writes_numbered_dumps),
 	TEST_CASE(growth_writes_numbered_dumps),
