@@ -179,16 +179,25 @@ void *tl_guarded_malloc(size_t size)
 	return (void *)s->block;
 }
 
-/* The slot of a live block p (aborts naming call otherwise). */
-static struct slot *live_slot(const char *call, const void *p)
+/* The slot whose data page holds p; NULL where p is in a guard page or
+ * outside the slots. */
+static struct slot *slot_holding(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - (uintptr_t)first;
 	uint64_t i = off / (2 * page);
 	if ((uintptr_t)p < (uintptr_t)first || i >= slot_count ||
 	    off % (2 * page) < page)
+		return NULL;
+	return &slots[i];
+}
+
+/* The slot of a live block p (aborts naming call otherwise). */
+static struct slot *live_slot(const char *call, const void *p)
+{
+	struct slot *s = slot_holding(p);
+	if (s == NULL)
 		tl_fatal(call, p, "not the start of a block (interior or "
 				  "stray pointer)");
-	struct slot *s = &slots[i];
 	uint32_t state = tl_u32_load_relaxed(&s->state);
 	if (s->block != (uintptr_t)p || state == SLOT_TAKING)
 		tl_fatal(call, p, "not the start of a block (interior or "
@@ -206,12 +215,9 @@ size_t tl_guarded_usable(const char *call, const void *p)
 
 size_t tl_guarded_object_size(const char *call, const void *p, bool check)
 {
-	uintptr_t off = (uintptr_t)p - (uintptr_t)first;
-	uint64_t i = off / (2 * page);
 	const char *what = "not inside a block malloc returned";
-	if ((uintptr_t)p >= (uintptr_t)first && i < slot_count &&
-	    off % (2 * page) >= page) {
-		const struct slot *s = &slots[i];
+	const struct slot *s = slot_holding(p);
+	if (s != NULL) {
 		uint32_t state = tl_u32_load_acquire(&s->state);
 		uintptr_t block = s->block;
 		size_t usable = usable_of(s->size);

@@ -345,6 +345,7 @@ void tl_profile_heap_detach(tl_heap *heap)
 	tl_prof.free_states = ph;
 	tl_lock_release(&tl_prof.lock);
 }
+
 /* ---- allocation and free ---- */
 
 /*

@@ -35,7 +35,7 @@ void *tl_guarded_malloc(size_t size) TL_NOINLINE;
 void tl_guarded_free(const char *call, void *p) TL_NOINLINE;
 void *tl_guarded_realloc(void *p, size_t size) TL_NOINLINE;
 size_t tl_guarded_usable(const char *call, const void *p) TL_NOINLINE;
-/* malloc_object_size of p, any pointer into the pool (alloc.c,
+/* malloc_object_size of p, any pointer into the pool (api.c,
  * tl_object_size): the bytes from p to its live block's end; where no live
  * block holds p, a report naming call with check, else 0. */
 size_t tl_guarded_object_size(const char *call, const void *p, bool check)

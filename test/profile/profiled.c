@@ -111,17 +111,26 @@ static void dump_path(char *out, size_t size)
 	snprintf(out, size, "%s.api", base);
 }
 
-/* Dump the profile and add up its stacks by site. */
-static void read_profile(struct site *sites)
+/* Dump the profile with the API and open it, its header read and checked;
+ * line is the caller's buffer. */
+static FILE *dump_and_open(char *line, size_t size)
 {
-	char path[4096], line[8192];
+	char path[4096];
 	dump_path(path, sizeof(path));
 	CHECKF(tl_profile_dump(path) == 0, "dump to %s", path);
 	FILE *f = fopen(path, "r");
 	CHECK(f != NULL);
-	memset(sites, 0, sizeof(struct site) * SITES);
-	CHECK(fgets(line, sizeof(line), f) != NULL);
+	CHECK(fgets(line, (int)size, f) != NULL);
 	CHECKF(strncmp(line, "heap profile: ", 14) == 0, "header: %s", line);
+	return f;
+}
+
+/* Dump the profile and add up its stacks by site. */
+static void read_profile(struct site *sites)
+{
+	char line[8192];
+	FILE *f = dump_and_open(line, sizeof(line));
+	memset(sites, 0, sizeof(struct site) * SITES);
 	while (fgets(line, sizeof(line), f) != NULL) {
 		double lc, lb, ac, ab;
 		int at = 0;
@@ -361,12 +370,8 @@ static const char *frame_name(unsigned long pc)
  * and without alloca, is seen. */
 static void check_stack_rounds(void)
 {
-	char path[4096], line[8192];
-	dump_path(path, sizeof(path));
-	CHECKF(tl_profile_dump(path) == 0, "dump to %s", path);
-	FILE *f = fopen(path, "r");
-	CHECK(f != NULL);
-	CHECK(fgets(line, sizeof(line), f) != NULL);
+	char line[8192];
+	FILE *f = dump_and_open(line, sizeof(line));
 	int seen[2][STACK_DEPTHS + 1] = { { 0 } };
 	while (fgets(line, sizeof(line), f) != NULL && strcmp(line, "\n") != 0) {
 		char *at = strchr(line, '@');
