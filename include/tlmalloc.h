@@ -96,7 +96,7 @@ TL_API int tl_option_set(const char *name, long value);
  * there).  Both settle when the page is next counted (its heap's sweep,
  * tl_trim, thread exit).
  */
-#define TL_STATS_VERSION 5
+#define TL_STATS_VERSION 6
 #define TL_STATS_CLASSES 48	/* size classes, smallest first */
 
 struct tl_stats_class {
@@ -160,6 +160,9 @@ struct tl_stats {
 	uint64_t guarded_total;		/* blocks guarded since the start */
 	uint64_t guarded_missed;	/* samples with no slot ready */
 	uint64_t guarded_mapped;	/* bytes its pool maps (4 MiB, or 0) */
+	/* Version 6. */
+	uint64_t pages_given_away;	/* full pages a waiting thread's heap
+					   gave to the pool, in all */
 };
 
 /*

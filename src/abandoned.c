@@ -183,15 +183,22 @@ void tl_pool_release_heap(tl_heap *heap)
 			release_page(page, &live);
 		}
 	}
-	/* full pages: avail is exact (0), only their thread frees wait */
+	/* full pages: avail is exact (0), only their thread frees wait;
+	 * under full_lock, out of reach of a thread giving one away */
 	tl_page *page;
+	tl_lock_acquire(&heap->full_lock);
 	while ((page = heap->full.first) != NULL) {
 		tl_list_remove(&heap->full, page);
+#if !TL_SECURE
+		tl_page_set_full_heap(page, 0);
+#endif
 		if (page->kind == TL_PAGE_SMALL)
 			tl_list_push_back(&live, page);
 		else
 			release_page(page, &live);
 	}
+	tl_u32_store_relaxed(&heap->donated, 0);
+	tl_lock_release(&heap->full_lock);
 	tl_pool_abandon_pages(&live);
 	while ((page = heap->empty.first) != NULL) {
 		tl_list_remove(&heap->empty, page);
@@ -356,6 +363,10 @@ static void orphan_page(tl_page *page, uint64_t arg)
 	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
 	if (owner < TL_OWNER_MARKERS || id == keep[0] || id == keep[1])
 		return;
+#if !TL_SECURE
+	/* out of its dead heap's full list for good: not to be given away */
+	tl_page_set_full_heap(page, 0);
+#endif
 	tl_uptr_store_relaxed(&page->owner, TL_OWNER_ORPHAN);
 	tl_pool.orphans = true;
 }

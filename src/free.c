@@ -31,6 +31,7 @@
 #include "tlmalloc/fastpath.h"
 #include "tlmalloc/guarded.h"
 #include "tlmalloc/options.h"
+#include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
 #if TL_SECURE
 
@@ -335,8 +336,8 @@ void tl_free_owned(tl_page *page, void *p)
 }
 
 /* Push a checked block on the thread_free of a page the caller does not
- * own, with one CAS. */
-static void push_remote(tl_page *page, tl_block *block, uintptr_t mark)
+ * own, with one CAS; returns the count of blocks waiting there now. */
+static uint32_t push_remote(tl_page *page, tl_block *block, uintptr_t mark)
 {
 #if TL_CHECKS
 	block->mark = mark;
@@ -351,6 +352,48 @@ static void push_remote(tl_page *page, tl_block *block, uintptr_t mark)
 		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
 		       (uintptr_t)block;
 	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+	return tl_remote_count(next);
+}
+
+void tl_page_push_remote_chain(tl_page *page, tl_block *first,
+			       tl_block *last, uint32_t n)
+{
+	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
+	uintptr_t next;
+	do {
+		last->next = tl_link_encode(page, last, tl_remote_list(head));
+		next = ((head & ~(TL_REMOTE_ONE - 1)) + n * TL_REMOTE_ONE) |
+		       (uintptr_t)first;
+	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+}
+
+/*
+ * After a free into another heap's page: a full page whose blocks are now
+ * all freed by other threads goes to the pool as a free page, out of its
+ * heap's full list (heap.c, "Full pages given away"), once it has been
+ * full for a while.  full_heap is nonzero only while the page is in a
+ * full list; it is read again under the locks, with the count.  Every
+ * field read here is in the descriptor's second line: the first is the
+ * owner's, which its malloc writes.
+ */
+static void maybe_give_away(tl_page *page, uint32_t waiting)
+{
+#if TL_SECURE
+	(void)page;
+	(void)waiting;
+#else
+	uint32_t index = tl_page_full_heap(page);
+	if (tl_likely(index == 0) || index >= TL_HEAP_TABLE)
+		return;
+	if (waiting != __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
+		return;
+	/* in units of 4 ms; a wrap (after 262 s) only delays the page */
+	uint16_t full_for = (uint16_t)((tl_os_coarse_ms() >> 2) -
+		__atomic_load_n(&page->full_since, __ATOMIC_RELAXED));
+	if ((uint32_t)full_for * 4 >=
+	    (uint32_t)tl_option(TL_OPT_purge_delay) / TL_GIVE_AFTER_DIV)
+		tl_pool_give_away(page, index);
+#endif
 }
 
 /* A block of another heap's page (or an abandoned one): checked, then
@@ -368,7 +411,7 @@ static void free_remote(tl_page *page, tl_block *block, bool first_slice)
 	mark = fill_freed(page, block, mark);
 	if (quarantined(block, mark))
 		return;
-	push_remote(page, block, mark);
+	maybe_give_away(page, push_remote(page, block, mark));
 }
 
 #if TL_SECURE
@@ -395,6 +438,20 @@ void tl_free_released(tl_heap *heap, tl_block *block)
 }
 #endif
 
+/* The owner's free into its page flagged full: back to its queue, unless
+ * the page was given away since the caller read its owner (heap.c, "Full
+ * pages given away"): then the free goes the way its owner word says now.
+ * Out of line, so free_generic's common paths keep their registers. */
+static TL_NOINLINE void free_into_full(tl_heap *heap, tl_page *page, void *p)
+{
+	if (tl_heap_full_hold(heap, page)) {
+		tl_free_owned(page, p);
+		tl_heap_page_unfull(heap, page);
+		return;
+	}
+	tl_free_generic(heap, page, p);
+}
+
 /* The generic path, inlined in both its callers: a free that missed the
  * fast path is most often another thread's block (free_remote), reached
  * here with no call more. */
@@ -419,8 +476,7 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 	if (owner == TL_OWNER_FREE)
 		tl_fatal("free", p, "block of a free page (double free?)");
 	if (owner == (heap->id | TL_OWNER_FULL)) {
-		tl_free_owned(page, p);
-		tl_heap_page_unfull(heap, page);
+		free_into_full(heap, page, p);
 		return;
 	}
 	if (tl_unlikely((owner & ~(uintptr_t)TL_OWNER_FULL) ==

@@ -26,11 +26,29 @@
  * (TL_EXTEND_BYTES), or the free blocks of a page it adopted.  From then on
  * each class has its own pages; the blocks larger than their class are
  * those few, per group.
+ *
+ * Full pages given away: a heap collects the frees other threads make into
+ * its full pages only when it looks for a page, so a thread that allocated
+ * a table and now waits while others free it holds that memory until it
+ * allocates again.  The thread whose free into a full page makes all its
+ * blocks free takes the page out of its heap's full list and gives it to
+ * the pool as a free page (tl_pool_give_away), for any heap and class.
+ * A heap that allocates brings such pages back when it looks for a page
+ * (heap_check_full, at a quarter freed), so mostly those of heaps that do
+ * not are given away.  The full list is under the heap's
+ * full_lock: the owner takes it for each change (a page going full, its
+ * own free into a full page, the sweep), the giver only tries it, inside
+ * the pool lock.  A page's full_heap is its heap's index while it is in
+ * that heap's full list and 0 otherwise, both written under the lock, so
+ * a giver holding the lock knows the page is still there.  The owner's
+ * fast paths never touch a full page (its owner word has TL_OWNER_FULL).
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "tlmalloc/internal.h"
 #include "tlmalloc/options.h"
+#include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
 
 #define TL_HEAP_EMPTY_CACHE 4
@@ -134,8 +152,11 @@ void tl_heap_set_direct_all(tl_heap *heap)
 
 void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
 {
-	*heap = (tl_heap){ .direct = direct, .id = id,
-			   .young = (1u << TL_YOUNG_GROUPS) - 1 };
+	/* full_lock and index stay (types.h): a giver may hold the lock */
+	memset(heap, 0, offsetof(tl_heap, full_lock));
+	heap->direct = direct;
+	heap->id = id;
+	heap->young = (1u << TL_YOUNG_GROUPS) - 1;
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		heap->direct[i] = &tl_page_empty;
 }
@@ -145,6 +166,46 @@ void tl_heap_init(tl_heap *heap, tl_page **direct, uintptr_t id)
 static void page_set_owner(tl_page *page, tl_heap *heap, uintptr_t flags)
 {
 	tl_uptr_store_release(&page->owner, heap->id | flags);
+}
+
+/* The full list's changes (see the top of the file). */
+static void full_lock(tl_heap *heap)
+{
+	tl_lock_acquire(&heap->full_lock);
+}
+
+static void full_unlock(tl_heap *heap)
+{
+	tl_lock_release(&heap->full_lock);
+}
+
+static void full_push(tl_heap *heap, tl_page *page)
+{
+	tl_list_push_back(&heap->full, page);
+#if !TL_SECURE
+	uint32_t cap = page->capacity;
+	__atomic_store_n(&page->full_capacity,
+			 (uint16_t)(cap <= UINT16_MAX ? cap : 0), __ATOMIC_RELAXED);
+	__atomic_store_n(&page->full_since, (uint16_t)(tl_os_coarse_ms() >> 2),
+			 __ATOMIC_RELAXED);
+	tl_page_set_full_heap(page, heap->index);
+#endif
+	page_set_owner(page, heap, TL_OWNER_FULL);
+}
+
+static void full_remove(tl_heap *heap, tl_page *page)
+{
+	tl_list_remove(&heap->full, page);
+#if !TL_SECURE
+	tl_page_set_full_heap(page, 0);
+#endif
+}
+
+/* The pages given away since the owner last looked leave its count. */
+static void heap_fold_donated(tl_heap *heap)
+{
+	if (tl_u32_load_relaxed(&heap->donated) != 0)
+		heap->pages_owned -= tl_u32_exchange_acquire(&heap->donated, 0);
 }
 
 static tl_page *heap_take_cached(tl_heap *heap, unsigned cls)
@@ -194,8 +255,9 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 		if (tl_page_extend(page))
 			break;
 		tl_list_remove(q, page);
-		tl_list_push_back(&heap->full, page);
-		page_set_owner(page, heap, TL_OWNER_FULL);
+		full_lock(heap);
+		full_push(heap, page);
+		full_unlock(heap);
 	}
 	heap_set_direct(heap, cls);
 	tl_assert_internal(page == NULL || tl_page_check(page, heap->id, false));
@@ -205,11 +267,11 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 /* A full page other threads freed into, found by the sweep: its frees
  * collected, back to its queue, or retired if it is empty and its queue
  * has a head already.  (The owner's own free into a full page is
- * tl_heap_page_unfull, below.) */
+ * tl_heap_page_unfull, below.)  full_lock held. */
 static void heap_unfull_remote(tl_heap *heap, tl_page *page)
 {
 	tl_page_collect(page);
-	tl_list_remove(&heap->full, page);
+	full_remove(heap, page);
 	page_set_owner(page, heap, 0);
 	tl_assert_internal(tl_page_check(page, heap->id, true));
 	tl_page_list *q = &heap->queue[page->size_class];
@@ -244,11 +306,13 @@ static void heap_sweep(tl_heap *heap)
 			}
 		}
 	}
+	full_lock(heap);
 	for (page = heap->full.first; page != NULL; page = next) {
 		next = page->next;
 		if (tl_uptr_load_relaxed(&page->thread_free) != 0)
 			heap_unfull_remote(heap, page);
 	}
+	full_unlock(heap);
 }
 
 /*
@@ -261,10 +325,11 @@ static void heap_sweep(tl_heap *heap)
  */
 static void heap_check_full(tl_heap *heap)
 {
+	full_lock(heap);
 	for (unsigned i = 0; i < TL_HEAP_FULL_CHECK; i++) {
 		tl_page *page = heap->full.first;
 		if (page == NULL)
-			return;
+			break;
 		uintptr_t w = tl_uptr_load_relaxed(&page->thread_free);
 		if (w != 0 && tl_remote_count(w) >= page->capacity / 4) {
 			heap_unfull_remote(heap, page);
@@ -273,6 +338,7 @@ static void heap_check_full(tl_heap *heap)
 		tl_list_remove(&heap->full, page);
 		tl_list_push_back(&heap->full, page);
 	}
+	full_unlock(heap);
 }
 
 static bool heap_sweep_due(const tl_heap *heap)
@@ -325,6 +391,7 @@ static void heap_under_pressure(tl_heap *heap)
 tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 {
 	tl_assert(cls > 0 && cls < TL_CLASSES);
+	heap_fold_donated(heap);
 	tl_assert_expensive(tl_heap_check(heap));
 	heap_under_pressure(heap);
 	if (class_is_young(heap, cls)) {
@@ -341,7 +408,7 @@ tl_page *tl_heap_find_page(tl_heap *heap, unsigned cls)
 		heap_sweep(heap);
 		if ((page = heap_scan_queue(heap, cls)) != NULL)
 			return page;
-	} else if (heap->full.first != NULL) {
+	} else {
 		heap_check_full(heap);
 		if ((page = heap_scan_queue(heap, cls)) != NULL)
 			return page;
@@ -441,14 +508,36 @@ tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls)
 	return page;
 }
 
-/* The owner freed into its page flagged full (free.c): back to its queue.
- * The sweep's case, frees from other threads, is heap_unfull_remote. */
+void tl_heap_fork_child(void)
+{
+	if (tl_heap_is_thread_heap(tl_heap_local))
+		tl_lock_reset(&tl_heap_local->full_lock);
+}
+
+bool tl_heap_full_hold(tl_heap *heap, tl_page *page)
+{
+	full_lock(heap);
+	if (tl_uptr_load_relaxed(&page->owner) == (heap->id | TL_OWNER_FULL))
+		return true;
+	full_unlock(heap);	/* given away since the caller looked */
+	return false;
+}
+
+void tl_heap_full_release(tl_heap *heap)
+{
+	full_unlock(heap);
+}
+
+/* The owner freed into its page flagged full (free.c, under
+ * tl_heap_full_hold): back to its queue.  The sweep's case, frees from
+ * other threads, is heap_unfull_remote. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 {
 	tl_assert(tl_uptr_load_relaxed(&page->owner) ==
 		  (heap->id | TL_OWNER_FULL));
-	tl_list_remove(&heap->full, page);
+	full_remove(heap, page);
 	page_set_owner(page, heap, 0);
+	full_unlock(heap);
 	tl_list_push_back(&heap->queue[page->size_class], page);
 	heap_set_direct(heap, page->size_class);
 }
@@ -473,6 +562,7 @@ bool tl_heap_is_thread_heap(const tl_heap *heap)
 void tl_heap_collect_all(tl_heap *heap, bool release)
 {
 	tl_page *page, *next;
+	heap_fold_donated(heap);
 	if (heap->prof != NULL)
 		tl_profile_heap_settle(heap);	/* its proxies' blocks back */
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
@@ -515,8 +605,10 @@ static void heap_set_owners(tl_heap *heap, uintptr_t owner, uintptr_t full)
 	for (unsigned cls = 1; cls < TL_CLASSES; cls++)
 		for (tl_page *p = heap->queue[cls].first; p != NULL; p = p->next)
 			tl_uptr_store_release(&p->owner, owner);
+	full_lock(heap);
 	for (tl_page *p = heap->full.first; p != NULL; p = p->next)
 		tl_uptr_store_release(&p->owner, full);
+	full_unlock(heap);
 }
 
 /*
@@ -528,6 +620,7 @@ static void heap_set_owners(tl_heap *heap, uintptr_t owner, uintptr_t full)
  */
 bool tl_heap_park(tl_heap *heap)
 {
+	heap_fold_donated(heap);
 	if (heap->prof != NULL || heap->pages_owned == 0 ||
 	    !tl_option(TL_OPT_park_heaps))
 		return false;
@@ -548,6 +641,7 @@ static void heap_unpark(tl_heap *heap, tl_page **direct, uintptr_t id)
 {
 	heap->direct = direct;
 	heap->id = id;
+	heap_fold_donated(heap);
 	for (unsigned i = 0; i < TL_DIRECT_SLOTS; i++)
 		direct[i] = &tl_page_empty;
 	heap_set_owners(heap, id, id | TL_OWNER_FULL);
@@ -608,12 +702,25 @@ static const char *heap_broken(const tl_heap *heap)
 			owned++;
 		}
 	}
+	/* a giver changes the full list under its lock (the top of the file) */
+	tl_lock *lock = &((tl_heap *)heap)->full_lock;
+	const char *why = NULL;
+	tl_lock_acquire(lock);
 	if (!list_linked(&heap->full))
-		return "the full list's links are broken";
-	for (const tl_page *p = heap->full.first; p != NULL; p = p->next) {
+		why = "the full list's links are broken";
+	for (const tl_page *p = heap->full.first; why == NULL && p != NULL;
+	     p = p->next) {
 		tl_page_check(p, full, true);
+#if !TL_SECURE
+		if (tl_page_full_heap(p) != heap->index)
+			why = "a page of the full list does not name its heap";
+#endif
 		owned++;
 	}
+	uint32_t donated = tl_u32_load_relaxed(&heap->donated);
+	tl_lock_release(lock);
+	if (why != NULL)
+		return why;
 	if (!list_linked(&heap->empty))
 		return "the empty cache's links are broken";
 	for (const tl_page *p = heap->empty.first; p != NULL; p = p->next) {
@@ -622,7 +729,7 @@ static const char *heap_broken(const tl_heap *heap)
 			return "a cached empty page has live blocks";
 		cached++;
 	}
-	if (owned != heap->pages_owned)
+	if (owned + donated != heap->pages_owned)
 		return "pages_owned is not the pages in its lists";
 	if (cached != heap->empty_count)
 		return "empty_count is not the pages in its cache";

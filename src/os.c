@@ -247,6 +247,14 @@ uint64_t tl_os_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint32_t tl_os_coarse_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000u +
+			  (uint64_t)ts.tv_nsec / 1000000u);
+}
+
 void tl_os_futex_wait(const uint32_t *word, uint32_t expected)
 {
 	int saved = errno;

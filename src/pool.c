@@ -158,17 +158,11 @@ tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls)
 	return page != NULL ? own_free_page(heap, cls, page) : NULL;
 }
 
-void tl_pool_give_page(tl_page *page)
+/* An empty page nobody owns joins the free list (pool lock held). */
+static void give_locked(tl_page *page, uint64_t now)
 {
 	tl_segment *seg = tl_segment_of(page->start);
-	uint64_t now = tl_os_now_ms();
-	bool due;
 	tl_assert(!page->in_pool && seg->used_pages > 0);
-	tl_page_retire_counts(page);
-	if (page->capacity > 0)
-		page->dirty = 1;
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	tl_lock_acquire(&tl_pool.lock);
 	page->in_pool = 1;
 	seg->used_pages--;
 	if (page->dirty) {
@@ -179,7 +173,13 @@ void tl_pool_give_page(tl_page *page)
 	} else {
 		tl_list_push_back(&tl_pool.free_pages[page->kind], page);
 	}
-	due = now >= tl_pool.next_purge_ms;
+}
+
+/* After a page joined the free list: purge what is due, or wake the
+ * purger thread to do it when it is. */
+static void after_give(uint64_t now)
+{
+	bool due = now >= tl_pool.next_purge_ms;
 	bool wake = tl_pool.threaded && tl_pool.next_purge_ms != UINT64_MAX;
 	tl_assert_expensive(tl_pool_check_locked());
 	tl_lock_release(&tl_pool.lock);
@@ -187,6 +187,70 @@ void tl_pool_give_page(tl_page *page)
 		tl_pool_purge(false);
 	else if (wake)
 		tl_purger_wake();
+}
+
+void tl_pool_give_page(tl_page *page)
+{
+	uint64_t now = tl_os_now_ms();
+	tl_page_retire_counts(page);
+	if (page->capacity > 0)
+		page->dirty = 1;
+	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+	tl_lock_acquire(&tl_pool.lock);
+	give_locked(page, now);
+	after_give(now);
+}
+
+/*
+ * A page in a heap's full list whose blocks other threads have all freed
+ * (heap.c, "Full pages given away"): out of that list, into the free list,
+ * unless the heap's full_lock is taken (tried only: its owner may hold it
+ * while it waits for the pool lock), or the page left the list meanwhile
+ * (its full_heap is no longer index) or has live blocks again (the owner
+ * collected it, handed its blocks out and found it full once more): both
+ * read under the lock.
+ */
+void tl_pool_give_away(tl_page *page, uint32_t index)
+{
+#if TL_SECURE
+	(void)page;
+	(void)index;
+#else
+	if (index >= TL_HEAP_TABLE)
+		return;
+	tl_heap *heap = (tl_heap *)tl_uptr_load_acquire(&tl_heap_table[index]);
+	if (heap == NULL)
+		return;
+	uint64_t now = tl_os_now_ms();
+	tl_lock_acquire(&tl_pool.lock);
+	if (!tl_lock_try(&heap->full_lock)) {
+		tl_lock_release(&tl_pool.lock);
+		return;
+	}
+	/* Still in that full list, and still all free: since the caller's
+	 * free the owner may have collected the page, handed its blocks out
+	 * and found it full again.  Under the lock the owner collects
+	 * nothing, so the count can only grow. */
+	uintptr_t w = tl_uptr_load_acquire(&page->thread_free);
+	if (tl_page_full_heap(page) != index ||
+	    tl_remote_count(w) != page->capacity) {
+		tl_lock_release(&heap->full_lock);
+		tl_lock_release(&tl_pool.lock);
+		return;
+	}
+	tl_list_remove(&heap->full, page);
+	tl_page_set_full_heap(page, 0);
+	tl_u32_add_relaxed(&heap->donated, 1);
+	/* the owner word last: a free of one of its blocks by the owner (a
+	 * double free) waits on the lock above and finds the page free */
+	tl_page_retire_counts(page);
+	page->dirty = 1;
+	tl_uptr_store_release(&page->owner, TL_OWNER_FREE);
+	tl_lock_release(&heap->full_lock);
+	tl_pool.given_away++;
+	give_locked(page, now);
+	after_give(now);
+#endif
 }
 
 /*
@@ -198,6 +262,8 @@ void tl_pool_give_page(tl_page *page)
  * gets its memory back all the same.
  */
 #define TL_PARKED_MAX 16
+
+tl_atomic_uptr tl_heap_table[TL_HEAP_TABLE];
 
 tl_heap *tl_pool_heap_alloc(bool *parked)
 {
@@ -222,6 +288,13 @@ tl_heap *tl_pool_heap_alloc(bool *parked)
 			tl_pool.heap_area += sizeof(tl_heap);
 			tl_pool.heap_area_left -= sizeof(tl_heap);
 			tl_pool.heaps_made++;
+			/* past the table's end: a heap whose full pages stay */
+			if (tl_pool.heaps_made < TL_HEAP_TABLE) {
+				heap->index = tl_pool.heaps_made;
+				tl_uptr_store_release(
+					&tl_heap_table[heap->index],
+					(uintptr_t)heap);
+			}
 		}
 	}
 	if (heap != NULL && ++tl_pool.heaps_live >= 2)
@@ -305,6 +378,13 @@ void tl_pool_fork_parent(void)
 void tl_pool_fork_child(uintptr_t shared)
 {
 	tl_lock_reset(&tl_pool.lock);
+	/* A full list's lock (heap.c) may have been held by a thread that is
+	 * gone: the heaps the pool hands out get theirs back (the forking
+	 * thread's: tl_heap_fork_child). */
+	for (tl_heap *h = tl_pool.parked; h != NULL; h = h->next_free)
+		tl_lock_reset(&h->full_lock);
+	for (tl_heap *h = tl_pool.free_heaps; h != NULL; h = h->next_free)
+		tl_lock_reset(&h->full_lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
 	tl_pool_orphan_pages(tl_thread_id(), shared);

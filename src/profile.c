@@ -154,28 +154,44 @@ static void proxy_settle(tl_heap *heap, struct tl_profile_heap *ph,
 	if (src == NULL)
 		return;
 	uint32_t rest = 0;
-	tl_block *first = px->free;
+	tl_block *first = px->free, *last = first;
 	if (first != NULL) {
-		tl_block *last = first, *next;
+		tl_block *next;
 		rest = 1;
 		while ((next = tl_link_decode(px, last, last->next)) != NULL) {
 			last = next;
 			rest++;
 		}
+	}
+	/* src may have gone full, and been given away since (heap.c, "Full
+	 * pages given away"): then it is another's, and what is left goes
+	 * back as another thread's frees would */
+	uintptr_t owner = tl_uptr_load_relaxed(&src->owner);
+	bool held = owner == (heap->id | TL_OWNER_FULL) &&
+		    tl_heap_full_hold(heap, src);
+	bool ours = owner == heap->id || held;
+	if (first != NULL && ours) {
 		last->next = tl_link_encode(src, last, src->local_free);
 		tl_fork_order();
 		src->local_free = first;
-		px->free = NULL;
-		if (tl_uptr_load_relaxed(&src->owner) & TL_OWNER_FULL)
-			tl_heap_page_unfull(heap, src);
+	} else if (first != NULL) {
+		tl_page_push_remote_chain(src, first, last, rest);
 	}
+	px->free = NULL;
 #if TL_COUNTS
 	uint64_t served = px->allocs;
-	src->allocs += served;
+	if (ours)
+		src->allocs += served;
+	else	/* its class's total, as a page that leaves its heap does */
+		tl_u64_add_relaxed(&tl_class_allocs[src->size_class], served);
 	px->allocs = 0;
 #else
 	uint64_t served = ph->given[cls] - rest;
 #endif
+	if (held && first != NULL)
+		tl_heap_page_unfull(heap, src);	/* drops the lock */
+	else if (held)
+		tl_heap_full_release(heap);
 	ph->left[cls] -= served < ph->left[cls] ? served : ph->left[cls];
 	ph->source[cls] = NULL;
 }

@@ -245,4 +245,5 @@ void tl_profile_fork_parent(void)
 void tl_profile_fork_child(void)
 {
 	tl_lock_reset(&tl_prof.lock);
+	tl_lock_reset(&tl_profile_blocks.full_lock);
 }

@@ -67,4 +67,5 @@ void tl_shared_fork_parent(void)
 void tl_shared_fork_child(void)
 {
 	tl_lock_reset(&shared_lock);
+	tl_lock_reset(&shared_heap.full_lock);
 }

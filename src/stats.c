@@ -115,6 +115,7 @@ void tl_pool_stats_get(struct tl_pool_stats *out)
 	out->segments_unmapped = tl_pool.unmapped;
 	out->threads_seen = tl_pool.threads_seen;
 	out->threads_live = tl_pool.heaps_live;
+	out->pages_given_away = tl_pool.given_away;
 	out->lock_acquired = tl_pool.lock.acquired;
 	out->lock_waited = tl_u64_load_relaxed(&tl_pool.lock.waited);
 	out->held = tl_pool.heaps_made * sizeof(tl_heap);
@@ -195,6 +196,7 @@ static void snapshot(struct tl_stats *st)
 	st->guarded_total = g.total;
 	st->guarded_missed = g.missed;
 	st->guarded_mapped = g.mapped;
+	st->pages_given_away = ps.pages_given_away;
 }
 
 size_t tl_stats_get(struct tl_stats *out, size_t size)
@@ -330,6 +332,7 @@ static void json_write(struct out *o, const struct tl_stats *st)
 	json_field(o, "guarded_total", st->guarded_total);
 	json_field(o, "guarded_missed", st->guarded_missed);
 	json_field(o, "guarded_mapped", st->guarded_mapped);
+	json_field(o, "pages_given_away", st->pages_given_away);
 	put(o, ",\"classes\":[");
 	bool first = true;
 	for (unsigned i = 0; i < st->class_count; i++) {
@@ -375,7 +378,9 @@ static void print_counts(struct out *o, const struct tl_stats *st)
 	put_u64(o, st->pages_free);
 	put(o, " free in the pool, ");
 	put_u64(o, st->pages_abandoned);
-	put(o, " abandoned by exited threads\n  huge:    ");
+	put(o, " abandoned by exited threads, ");
+	put_u64(o, st->pages_given_away);
+	put(o, " given away by waiting ones\n  huge:    ");
 	put_u64(o, st->huge_blocks);
 	put(o, " blocks, ");
 	put_kib(o, st->huge_bytes);

@@ -123,8 +123,53 @@ tl_page *tl_heap_find_held(tl_heap *heap, unsigned cls);
  * the pool's free memory go back to the OS (step 1 of the above); false
  * if no segment was unmapped (a retry would fail the same way). */
 bool tl_heap_release_held(void);
-/* The owner freed into a page flagged full: back to its queue. */
+/*
+ * The owner's free into its page flagged full (free.c): tl_heap_full_hold
+ * takes the heap's full_lock and says whether the page is still in its
+ * full list (false: it was given away, the lock is not held); then
+ * tl_heap_page_unfull brings it back to its queue and drops the lock.
+ */
+bool tl_heap_full_hold(tl_heap *heap, tl_page *page);
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page);
+/* Drop the lock tl_heap_full_hold took, the page left as it is. */
+void tl_heap_full_release(tl_heap *heap);
+/* In a fork's child: the forking thread's heap's full_lock, which a
+ * thread that is gone may have held, is free (init.c). */
+void tl_heap_fork_child(void);
+/*
+ * Heaps by index (tl_heap.index, from 1; pool.c): what a page's full_heap
+ * names.  Heap structs are never unmapped, so an entry stays readable.
+ */
+#define TL_HEAP_TABLE 4096
+extern tl_atomic_uptr tl_heap_table[TL_HEAP_TABLE];
+#if !TL_SECURE
+/* A page's full_heap (types.h): read by threads that free into it. */
+static inline uint32_t tl_page_full_heap(const tl_page *page)
+{
+	return __atomic_load_n(&page->full_heap, __ATOMIC_RELAXED);
+}
+
+static inline void tl_page_set_full_heap(tl_page *page, uint32_t index)
+{
+	__atomic_store_n(&page->full_heap, (uint16_t)index, __ATOMIC_RELAXED);
+}
+#endif
+/*
+ * A free by another thread took the count of frees waiting in page, a
+ * full page of heap table[index], past a quarter of its blocks: if that
+ * heap has not looked for a page for a purge delay, the page leaves its
+ * full list for the pool's abandoned pages (heap.c, "Full pages given
+ * away"; abandoned.c).
+ */
+void tl_pool_give_away(tl_page *page, uint32_t index);
+/* Only a page that has been full for a purge delay / this (12 ms by
+ * default): a producer whose consumer frees its pages as fast as it fills
+ * them takes them back itself (heap_check_full), at no cost to the pool. */
+#define TL_GIVE_AFTER_DIV 8
+/* Push a chain of n free blocks, first to last (linked, marked), on the
+ * thread_free of a page the caller does not own (free.c). */
+void tl_page_push_remote_chain(tl_page *page, tl_block *first,
+			       tl_block *last, uint32_t n);
 
 /* ---- size classes (sizeclass.c) ---- */
 extern const uint32_t tl_class_size[TL_CLASSES];
@@ -420,6 +465,7 @@ struct tl_pool_stats {
 	uint64_t segments_peak;	/* most segments mapped at once */
 	uint64_t remote_frees;	/* collected by owners, and still pending */
 	uint64_t pages_abandoned;	/* pages of exited threads, in the pool */
+	uint64_t pages_given_away;	/* tl_pool_give_away's, in all */
 	uint64_t pages_free;	/* pages in the pool's free lists */
 	uint64_t huge_blocks;	/* huge blocks handed out */
 	uint64_t huge_bytes;	/* their mapped bytes */

@@ -2,7 +2,8 @@
  * lock.h - the project's own futex lock: a compare-and-swap fast path and a
  * futex wait only on contention.  Three states (0 unlocked, 1 locked,
  * 2 locked with waiters), so an uncontended unlock makes no system call.
- * Used for the global pool and for the lock baseline, nowhere else.
+ * Used for the global pool, the lock baseline and each heap's full list
+ * (heap.c, "Full pages given away"), nowhere else.
  */
 #ifndef TLMALLOC_LOCK_H
 #define TLMALLOC_LOCK_H
@@ -27,6 +28,16 @@ static inline void tl_lock_acquire(tl_lock *lock)
 							&expected, 1), 0))
 		tl_lock_acquire_contended(lock);
 	lock->acquired++;
+}
+
+/* Take the lock if it is free, without waiting: whether it was taken. */
+static inline bool tl_lock_try(tl_lock *lock)
+{
+	uint32_t expected = 0;
+	if (!tl_u32_cas_strong_acquire(&lock->state, &expected, 1))
+		return false;
+	lock->acquired++;
+	return true;
 }
 
 static inline void tl_lock_release(tl_lock *lock)

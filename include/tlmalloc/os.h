@@ -67,6 +67,9 @@ void tl_os_set_reporting(bool verbose, bool (*fault)(void));
 
 /* Monotonic clock in milliseconds. */
 uint64_t tl_os_now_ms(void);
+/* The same from the coarse clock (a tick, a few ms, behind): cheaper, for
+ * stamps compared in tens of ms. */
+uint32_t tl_os_coarse_ms(void);
 
 /* Futex wait while *word == expected (spurious wake-ups allowed). */
 void tl_os_futex_wait(const uint32_t *word, uint32_t expected);

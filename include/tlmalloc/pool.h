@@ -52,6 +52,7 @@ struct tl_pool {
 	uint32_t heaps_live;
 	uint32_t heaps_made;			/* heap structs carved */
 	uint64_t threads_seen;			/* heaps handed out */
+	uint64_t given_away;	/* full pages given away (tl_pool_give_away) */
 	uint64_t purged;			/* bytes madvised, in all */
 	uint64_t unmapped;			/* segments unmapped by purges */
 	bool threaded;			/* a second heap was ever made */

@@ -236,6 +236,17 @@ typedef struct tl_page {
 	 * follower's descriptor, not two (the secure build's line has no
 	 * room left, for its key). */
 	uint8_t slice_offset;
+	/* In a heap's full list: that heap's index (tl_heap.index), written
+	 * with the owner word, under the heap's full_lock, and 0 otherwise;
+	 * what a thread that frees into the page reads to give it away
+	 * (heap.c, "Full pages given away"), with full_capacity (its
+	 * capacity, or 0 above 65535 blocks: never given away) and
+	 * full_since (when it joined the list, tl_os_coarse_ms / 4), all in
+	 * this line, which other threads' frees read anyway.  The secure
+	 * build has no room, and gives no full page away. */
+	uint16_t full_heap;
+	uint16_t full_capacity;
+	uint16_t full_since;
 #endif
 #if TL_SECURE
 	/* Set by tl_page_format, read-only while the page is owned. */
@@ -277,7 +288,10 @@ typedef struct tl_page_list {
 
 /*
  * A heap.  Only its thread touches it (the lock baseline's shared heap: only
- * under its lock), except the pool, which links dead heaps for reuse.
+ * under its lock), except the pool, which links dead heaps for reuse, and
+ * a thread that takes a page of its full list away under full_lock (heap.c,
+ * "Full pages given away": the full list, the owner words of its pages,
+ * and donated).
  */
 struct tl_heap {
 	/*
@@ -306,11 +320,22 @@ struct tl_heap {
 	/* While the heap samples for the heap profiler, its state (profile.c:
 	 * the direct table points at its proxies); NULL otherwise. */
 	struct tl_profile_heap *prof;
+	/* Pages of the full list given away since the owner last looked
+	 * (pages_owned is the owner's to lower) */
+	tl_atomic_u32 donated;
 #if TL_SECURE
 	/* The quarantine's ring of freed blocks (quarantine.c). */
 	struct tl_block *quarantine[TL_QUARANTINE_MAX];
 	uint32_t quarantine_at;
 #endif
+	/*
+	 * Kept when the struct is reused for another thread (tl_heap_init
+	 * clears what comes before): a thread giving a page away may hold
+	 * full_lock of a heap struct whose thread has gone, and index (its
+	 * place in tl_heap_table, 0 for none) never changes.
+	 */
+	tl_lock full_lock;	/* the full list, for the owner and givers */
+	uint32_t index;
 } __attribute__((aligned(64)));
 
 #endif /* TLMALLOC_TYPES_H */

@@ -444,6 +444,7 @@ static void json_malformed(void)
 		"frees", "profile_samples", "profile_samples_total",
 		"profile_dropped", "profile_held", "guarded_live",
 		"guarded_total", "guarded_missed", "guarded_mapped",
+		"pages_given_away",
 	};
 	for (size_t k = 0; k < TEST_COUNT(keys); k++)
 		CHECKF(json_get(buf, keys[k]) != UINT64_MAX, "no %s in %s",
