@@ -244,6 +244,8 @@ void tl_pool_give_away(tl_page *page, uint32_t index)
 	/* the owner word last: a free of one of its blocks by the owner (a
 	 * double free) waits on the lock above and finds the page free */
 	tl_page_retire_counts(page);
+	/* its other threads' frees, which no owner will collect now */
+	tl_u64_add_relaxed(&tl_remote_frees, tl_remote_count(w));
 	page->dirty = 1;
 	tl_uptr_store_release(&page->owner, TL_OWNER_FREE);
 	tl_lock_release(&heap->full_lock);
