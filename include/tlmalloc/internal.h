@@ -155,11 +155,10 @@ static inline void tl_page_set_full_heap(tl_page *page, uint32_t index)
 }
 #endif
 /*
- * A free by another thread took the count of frees waiting in page, a
- * full page of heap table[index], past a quarter of its blocks: if that
- * heap has not looked for a page for a purge delay, the page leaves its
- * full list for the pool's abandoned pages (heap.c, "Full pages given
- * away"; abandoned.c).
+ * A free by another thread made every block of page free, a full page of
+ * heap table[index] for a while (below): the page leaves that heap's full
+ * list for the pool's free list, if it is still there and still all free
+ * under the heap's lock (pool.c; heap.c, "Full pages given away").
  */
 void tl_pool_give_away(tl_page *page, uint32_t index);
 /* Only a page that has been full for a purge delay / this (12 ms by
