@@ -6,10 +6,11 @@
  * Each case is named after the failure it catches:
  *   waiting_owner_memory_kept   an owner waits in pthread_join while the
  *                        workers free all its blocks and allocate as many
- *                        of their own, round after round: the memory held
- *                        grows by the owner's blocks each round (its pages
- *                        are not given away, or not reused), a block is
- *                        damaged, or the statistics count no page given
+ *                        of their own, round after round: the workers'
+ *                        blocks take as much memory again as the owner's
+ *                        (its pages not given away, or not reused), held
+ *                        grows round after round, a block is damaged, or
+ *                        the statistics count no page given away
  *   given_away_while_owner_refills  producers allocate blocks that
  *                        consumers free, a few to a page: a consumer gives
  *                        a page away that its producer has taken back and
