@@ -400,7 +400,8 @@ static void maybe_give_away(tl_page *page, uint32_t waiting)
  * pushed on the page's thread_free with one CAS.  In its page's first
  * slice the fast path's two checks do (tl_free_checks_pass); past it, where
  * the test of a slice offset does not apply, the checks run in full. */
-static void free_remote(tl_page *page, tl_block *block, bool first_slice)
+static TL_ALWAYS_INLINE void free_remote(tl_page *page, tl_block *block,
+					bool first_slice)
 {
 	uintptr_t mark = tl_free_mark(page, block);
 	if (!first_slice ||
@@ -463,27 +464,29 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 		page -= page->slice_offset;
 		owner = tl_uptr_load_relaxed(&page->owner);
 	}
-	if (owner == heap->id) {
-		tl_free_owned(page, p);
-		return;
-	}
-	if (owner == TL_OWNER_HUGE) {
+	/* A heap's page (full or not): another heap's, the most frequent by
+	 * far, takes two compares to reach free_remote. */
+	uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
+	if (tl_likely(heap_of >= TL_OWNER_MARKERS)) {
+		if (tl_unlikely(heap_of == heap->id ||
+				heap_of == tl_profile_heap_id())) {
+			if (owner == heap->id)
+				tl_free_owned(page, p);
+			else if (heap_of == heap->id)
+				free_into_full(heap, page, p);
+			else
+				tl_profile_free(page, p); /* a sampled block */
+			return;
+		}
+	} else if (owner == TL_OWNER_HUGE) {
 		tl_free_check("free", page, p, false);
 		tl_profile_huge_freed(p);
 		tl_large_free(tl_segment_of(p));
 		return;
-	}
-	if (owner == TL_OWNER_FREE)
+	} else if (owner == TL_OWNER_FREE) {
 		tl_fatal("free", p, "block of a free page (double free?)");
-	if (owner == (heap->id | TL_OWNER_FULL)) {
-		free_into_full(heap, page, p);
-		return;
 	}
-	if (tl_unlikely((owner & ~(uintptr_t)TL_OWNER_FULL) ==
-			tl_profile_heap_id())) {
-		tl_profile_free(page, p);	/* a sampled block */
-		return;
-	}
+	/* another heap's, or abandoned, orphaned, parked: thread_free */
 	free_remote(page, p, first_slice);
 }
 

@@ -25,10 +25,7 @@
 #include "tlmalloc/internal.h"
 #include "tlmalloc/os.h"
 
-#define TL_ADDRESS_BITS 48
-#define TL_MAP_WORDS ((size_t)1 << (TL_ADDRESS_BITS - TL_SEGMENT_SHIFT - 6))
-
-static tl_atomic_u64 segment_map[TL_MAP_WORDS];
+tl_atomic_u64 tl_segment_map[TL_MAP_WORDS];
 
 static void map_bit(const tl_segment *seg, size_t *word, uint64_t *bit)
 {
@@ -43,19 +40,9 @@ static void map_set(const tl_segment *seg, bool on)
 	uint64_t bit;
 	map_bit(seg, &word, &bit);
 	if (on)
-		tl_u64_or_relaxed(&segment_map[word], bit);
+		tl_u64_or_relaxed(&tl_segment_map[word], bit);
 	else
-		tl_u64_and_relaxed(&segment_map[word], ~bit);
-}
-
-bool tl_segment_is_ours(const void *p)
-{
-	if ((uintptr_t)p >> TL_ADDRESS_BITS)
-		return false;
-	size_t word;
-	uint64_t bit;
-	map_bit(tl_segment_of(p), &word, &bit);
-	return (tl_u64_load_relaxed(&segment_map[word]) & bit) != 0;
+		tl_u64_and_relaxed(&tl_segment_map[word], ~bit);
 }
 
 /* The largest mapping a huge segment has had: no segment start further
@@ -80,12 +67,12 @@ tl_segment *tl_segment_holding(const void *p)
 				? ((uintptr_t)p - reach) >> TL_SEGMENT_SHIFT : 0;
 	size_t word = n >> 6;
 	unsigned bit = (unsigned)(n & 63);
-	uint64_t w = tl_u64_load_relaxed(&segment_map[word]) &
+	uint64_t w = tl_u64_load_relaxed(&tl_segment_map[word]) &
 		     (bit == 63 ? ~(uint64_t)0 : ((uint64_t)2 << bit) - 1);
 	while (w == 0) {
 		if (word == 0 || ((uintptr_t)word << 6) <= low)
 			return NULL;
-		w = tl_u64_load_relaxed(&segment_map[--word]);
+		w = tl_u64_load_relaxed(&tl_segment_map[--word]);
 	}
 	uintptr_t start = (((uintptr_t)word << 6) |
 			   (uintptr_t)(63 - __builtin_clzll(w)))

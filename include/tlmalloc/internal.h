@@ -417,8 +417,24 @@ void tl_segment_remember(tl_segment *seg);
 void tl_segment_shadow_objects(void);
 /* Install the handler of faulting free probes, if asked (fault.c). */
 void tl_fault_init(void);
-/* Whether p lies in a live segment of tlmalloc's. */
-bool tl_segment_is_ours(const void *p);
+/* The live segments' starts, a bit each (segment.c): 2^48 bytes of
+ * addresses in 4 MiB segments, 64 a word. */
+#define TL_ADDRESS_BITS 48
+#define TL_MAP_WORDS ((size_t)1 << (TL_ADDRESS_BITS - TL_SEGMENT_SHIFT - 6))
+extern tl_atomic_u64 tl_segment_map[TL_MAP_WORDS];
+
+/* Whether p lies in a live segment of tlmalloc's: its bit, inline (every
+ * free of another thread's block asks). */
+static inline bool tl_segment_is_ours(const void *p)
+{
+	if ((uintptr_t)p >> TL_ADDRESS_BITS)
+		return false;
+	uintptr_t n = (uintptr_t)tl_segment_of(p) >> TL_SEGMENT_SHIFT;
+	/* p = 0 has a segment at the top: the mask keeps it inside */
+	return (tl_u64_load_relaxed(&tl_segment_map[(n >> 6) &
+						    (TL_MAP_WORDS - 1)]) >>
+		(n & 63)) & 1;
+}
 /*
  * The live segment whose mapping holds p, wherever in it p points (a huge
  * block reaches past its segment's first 4 MiB, which tl_segment_is_ours
