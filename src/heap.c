@@ -280,7 +280,8 @@ static void heap_unfull_remote(tl_heap *heap, tl_page *page)
 		return;
 	}
 	tl_list_push_back(q, page);
-	heap_set_direct(heap, page->size_class);
+	if (q->first == page)
+		heap_set_direct(heap, page->size_class);
 }
 
 /*
@@ -538,8 +539,11 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	full_remove(heap, page);
 	page_set_owner(page, heap, 0);
 	full_unlock(heap);
-	tl_list_push_back(&heap->queue[page->size_class], page);
-	heap_set_direct(heap, page->size_class);
+	tl_page_list *q = &heap->queue[page->size_class];
+	tl_list_push_back(q, page);
+	/* behind a head, the direct slots stay the head's */
+	if (q->first == page)
+		heap_set_direct(heap, page->size_class);
 }
 
 /* Return every empty page the heap caches to the pool. */
