@@ -349,7 +349,8 @@ static uint32_t push_remote(tl_page *page, tl_block *block, uintptr_t mark)
 	do {
 		block->next = tl_link_encode(page, block, tl_remote_list(head));
 		/* one more in the count (exact below 2^16: tl_page_collect) */
-		next = ((head & ~(TL_REMOTE_ONE - 1)) + TL_REMOTE_ONE) |
+		next = ((head >> TL_REMOTE_COUNT_SHIFT) + 1)
+			       << TL_REMOTE_COUNT_SHIFT |
 		       (uintptr_t)block;
 	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 	return tl_remote_count(next);

@@ -247,7 +247,7 @@ static void heap_retire(tl_heap *heap, tl_page *page)
 static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 {
 	tl_page_list *q = &heap->queue[cls];
-	tl_page *page;
+	tl_page *head = q->first, *page;
 	while ((page = q->first) != NULL) {
 		if (page->free != NULL || tl_page_collect_head(page))
 			break;
@@ -259,7 +259,10 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 		full_push(heap, page);
 		full_unlock(heap);
 	}
-	heap_set_direct(heap, cls);
+	/* The direct slots point at the head the scan began with (a new
+	 * head's caller sets them: heap_add_page). */
+	if (page != head)
+		heap_set_direct(heap, cls);
 	tl_assert_internal(page == NULL || tl_page_check(page, heap->id, false));
 	return page;
 }
@@ -372,7 +375,10 @@ static tl_page *heap_add_page(tl_heap *heap, unsigned cls, tl_page *page)
 {
 	heap->pages_owned++;
 	tl_list_push_front(&heap->queue[cls], page);
-	return heap_scan_queue(heap, cls);
+	tl_page *head = heap_scan_queue(heap, cls);
+	if (head == page)	/* kept as the head: the scan left the slots */
+		heap_set_direct(heap, cls);
+	return head;
 }
 
 /*
