@@ -163,7 +163,8 @@ static void release_page(tl_page *page, tl_page_list *live)
 void tl_pool_release_heap(tl_heap *heap)
 {
 	tl_page_list live = { NULL, NULL };
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
+	for (uint64_t m = heap->classes; m != 0; m &= m - 1) {
+		unsigned cls = (unsigned)__builtin_ctzll(m);
 		tl_page_list *q = &heap->queue[cls];
 		if (q->first == NULL)
 			continue;

@@ -293,12 +293,14 @@ static void heap_unfull_remote(tl_heap *heap, tl_page *page)
  * Run when the heap would otherwise take a new page, at most once per
  * 1/8 of its pages taken, so its cost is amortised.
  */
+_Static_assert(TL_CLASSES <= 64, "tl_heap.classes has a bit per class");
+
 static void heap_sweep(tl_heap *heap)
 {
 	tl_page *page, *next;
 	heap->fresh_since_sweep = 0;
-	for (unsigned cls = 1; cls < TL_CLASSES; cls++) {
-		tl_page_list *q = &heap->queue[cls];
+	for (uint64_t m = heap->classes; m != 0; m &= m - 1) {
+		tl_page_list *q = &heap->queue[__builtin_ctzll(m)];
 		if (q->first == NULL)
 			continue;
 		for (page = q->first->next; page != NULL; page = next) {
@@ -374,6 +376,7 @@ static void young_grow_up(tl_heap *heap, unsigned g)
 static tl_page *heap_add_page(tl_heap *heap, unsigned cls, tl_page *page)
 {
 	heap->pages_owned++;
+	heap->classes |= (uint64_t)1 << cls;
 	tl_list_push_front(&heap->queue[cls], page);
 	tl_page *head = heap_scan_queue(heap, cls);
 	if (head == page)	/* kept as the head: the scan left the slots */

@@ -309,6 +309,9 @@ struct tl_heap {
 	uint32_t empty_count;
 	uint32_t pages_owned;		/* pages in the queues and full list */
 	uint32_t fresh_since_sweep;	/* pages taken since the last sweep */
+	/* Bit c: queue c has held a page since the heap's init (a superset
+	 * of the queues that hold one: what the sweep walks). */
+	uint64_t classes;
 	/* Bit g: class group g is young, its classes share the page of its
 	 * largest class (heap.c, "young groups"). */
 	uint32_t young;
