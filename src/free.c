@@ -325,7 +325,9 @@ static inline bool quarantined(tl_block *block, uintptr_t mark)
 #endif
 }
 
-void tl_free_owned(tl_page *page, void *p)
+/* The owner's free that missed the fast path: a block past a medium
+ * page's first slice, most often (rptest: two in three of them). */
+static TL_ALWAYS_INLINE void free_owned(tl_page *page, void *p)
 {
 	tl_block *block = p;
 	check_block("free", page, block, true);
@@ -333,6 +335,11 @@ void tl_free_owned(tl_page *page, void *p)
 	if (quarantined(block, mark))
 		return;
 	tl_page_push_local(page, block, mark);
+}
+
+void tl_free_owned(tl_page *page, void *p)
+{
+	free_owned(page, p);
 }
 
 /* Push a checked block on the thread_free of a page the caller does not
@@ -377,14 +384,29 @@ void tl_page_push_remote_chain(tl_page *page, tl_block *first,
  * field read here is in the descriptor's second line: the first is the
  * owner's, which its malloc writes.
  */
-static void maybe_give_away(tl_page *page, uint32_t waiting)
+#if !TL_SECURE
+static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
+					  uint32_t waiting);
+#endif
+
+static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
 {
 #if TL_SECURE
 	(void)page;
 	(void)waiting;
 #else
 	uint32_t index = tl_page_full_heap(page);
-	if (tl_likely(index == 0) || index >= TL_HEAP_TABLE)
+	if (tl_unlikely(index != 0))
+		give_away_if_due(page, index, waiting);
+#endif
+}
+
+#if !TL_SECURE
+/* The rest of it, for a page in a full list (out of line: rare). */
+static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
+					  uint32_t waiting)
+{
+	if (index >= TL_HEAP_TABLE)
 		return;
 	if (waiting != __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
 		return;
@@ -394,8 +416,8 @@ static void maybe_give_away(tl_page *page, uint32_t waiting)
 	if ((uint32_t)full_for * 4 >=
 	    (uint32_t)tl_option(TL_OPT_purge_delay) / TL_GIVE_AFTER_DIV)
 		tl_pool_give_away(page, index);
-#endif
 }
+#endif
 
 /* A block of another heap's page (or an abandoned one): checked, then
  * pushed on the page's thread_free with one CAS.  In its page's first
@@ -457,7 +479,8 @@ static TL_NOINLINE void free_into_full(tl_heap *heap, tl_page *page, void *p)
 /* The generic path, inlined in both its callers: a free that missed the
  * fast path is most often another thread's block (free_remote), reached
  * here with no call more. */
-static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
+static TL_ALWAYS_INLINE void free_generic(tl_heap *heap, tl_page *page,
+					  void *p)
 {
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	bool first_slice = owner != TL_OWNER_FOLLOWER;
@@ -472,7 +495,7 @@ static inline void free_generic(tl_heap *heap, tl_page *page, void *p)
 		if (tl_unlikely(heap_of == heap->id ||
 				heap_of == tl_profile_heap_id())) {
 			if (owner == heap->id)
-				tl_free_owned(page, p);
+				free_owned(page, p);
 			else if (heap_of == heap->id)
 				free_into_full(heap, page, p);
 			else
