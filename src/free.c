@@ -476,9 +476,10 @@ static TL_NOINLINE void free_into_full(tl_heap *heap, tl_page *page, void *p)
 	tl_free_generic(heap, page, p);
 }
 
-/* The generic path, inlined in both its callers: a free that missed the
- * fast path is most often another thread's block (free_remote), reached
- * here with no call more. */
+/* The generic path, inlined in each of its callers: a free that missed
+ * the fast path is most often another thread's block (free_remote),
+ * reached here with no call more, or the owner's past a medium page's
+ * first slice (free_owned). */
 static TL_ALWAYS_INLINE void free_generic(tl_heap *heap, tl_page *page,
 					  void *p)
 {
