@@ -406,8 +406,6 @@ static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
 static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
 					  uint32_t waiting)
 {
-	if (index >= TL_HEAP_TABLE)
-		return;
 	if (waiting != __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
 		return;
 	/* in units of 4 ms; a wrap (after 262 s) only delays the page */

@@ -267,6 +267,15 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 	return page;
 }
 
+/* A page back from the full list joins the back of its queue, q; behind
+ * a head, the direct slots stay the head's. */
+static void queue_push_back(tl_heap *heap, tl_page_list *q, tl_page *page)
+{
+	tl_list_push_back(q, page);
+	if (q->first == page)
+		heap_set_direct(heap, page->size_class);
+}
+
 /* A full page other threads freed into, found by the sweep: its frees
  * collected, back to its queue, or retired if it is empty and its queue
  * has a head already.  (The owner's own free into a full page is
@@ -282,9 +291,7 @@ static void heap_unfull_remote(tl_heap *heap, tl_page *page)
 		heap_retire(heap, page);
 		return;
 	}
-	tl_list_push_back(q, page);
-	if (q->first == page)
-		heap_set_direct(heap, page->size_class);
+	queue_push_back(heap, q, page);
 }
 
 /*
@@ -548,11 +555,7 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	full_remove(heap, page);
 	page_set_owner(page, heap, 0);
 	full_unlock(heap);
-	tl_page_list *q = &heap->queue[page->size_class];
-	tl_list_push_back(q, page);
-	/* behind a head, the direct slots stay the head's */
-	if (q->first == page)
-		heap_set_direct(heap, page->size_class);
+	queue_push_back(heap, &heap->queue[page->size_class], page);
 }
 
 /* Return every empty page the heap caches to the pool. */

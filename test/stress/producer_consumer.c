@@ -12,8 +12,6 @@
  * freed blocks are never reused by their owner: "blowup").
  */
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include "alloc_api.h"
 #include "check.h"
@@ -24,18 +22,13 @@
 #define MIB ((unsigned long)1 << 20)
 /* Beyond twice what the first phase held, more than this is growth. */
 #define SLACK (32 * MIB)
+#include "ring.h"
 
 #ifdef TL_TEST_TSAN
 #define ITEMS 20000
 #else
 #define ITEMS 200000
 #endif
-
-struct ring {
-	_Atomic size_t head; /* written by the producer only */
-	_Atomic size_t tail; /* written by the consumer only */
-	void *slot[RING];
-};
 
 static struct ring rings[PAIRS];
 static pthread_barrier_t phase_end;
@@ -54,29 +47,6 @@ static void barrier_wait(void)
 	CHECK(rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD);
 }
 
-static void push(struct ring *r, void *p)
-{
-	size_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-
-	while (head - atomic_load_explicit(&r->tail, memory_order_acquire) ==
-	       RING)
-		sched_yield();
-	r->slot[head % RING] = p;
-	atomic_store_explicit(&r->head, head + 1, memory_order_release);
-}
-
-static void *pop(struct ring *r)
-{
-	size_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	void *p;
-
-	while (atomic_load_explicit(&r->head, memory_order_acquire) == tail)
-		sched_yield();
-	p = r->slot[tail % RING];
-	atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
-	return p;
-}
-
 /* Items a phase: ITEMS, or under an emulator as many as under TSan. */
 static size_t items = ITEMS;
 
@@ -92,7 +62,7 @@ static void *producer(void *arg)
 
 			CHECKF(p != NULL, "size %zu", n);
 			pattern_fill(p, n, j + phase * items);
-			push(r, p);
+			ring_push(r, p);
 		}
 		barrier_wait();
 		barrier_wait();
@@ -108,7 +78,7 @@ static void *consumer(void *arg)
 	for (phase = 0; phase < PHASES; phase++) {
 		for (j = 0; j < items; j++) {
 			size_t n = item_size(j);
-			void *p = pop(r);
+			void *p = ring_pop(r);
 
 			CHECKF(pattern_find_damage(p, n, j + phase * items) ==
 			       n, "item %zu of phase %zu (size %zu) damaged",

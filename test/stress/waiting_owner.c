@@ -20,8 +20,6 @@
  *                        counts as well)
  */
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -184,14 +182,9 @@ static void waiting_owner_memory_kept(void)
  */
 #define PAIRS 4
 #define RING 512
+#include "ring.h"
 
-struct pipe {
-	_Atomic size_t head;	/* written by the producer */
-	_Atomic size_t tail;	/* written by the consumer */
-	void *slot[RING];
-};
-
-static struct pipe pipes[PAIRS];
+static struct ring pipes[PAIRS];
 static size_t items;
 
 static size_t pipe_size(size_t i)
@@ -201,34 +194,23 @@ static size_t pipe_size(size_t i)
 
 static void *pipe_producer(void *arg)
 {
-	struct pipe *q = arg;
+	struct ring *q = arg;
 
 	for (size_t i = 0; i < items; i++) {
 		void *p = T_MALLOC(pipe_size(i));
 		CHECK(p != NULL);
 		fill(p, pipe_size(i), i);
-		size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-		while (h - atomic_load_explicit(&q->tail, memory_order_acquire) ==
-		       RING)
-			sched_yield();
-		q->slot[h % RING] = p;
-		atomic_store_explicit(&q->head, h + 1, memory_order_release);
+		ring_push(q, p);
 	}
 	return NULL;
 }
 
 static void *pipe_consumer(void *arg)
 {
-	struct pipe *q = arg;
+	struct ring *q = arg;
 
-	for (size_t i = 0; i < items; i++) {
-		size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-		while (atomic_load_explicit(&q->head, memory_order_acquire) == t)
-			sched_yield();
-		void *p = q->slot[t % RING];
-		atomic_store_explicit(&q->tail, t + 1, memory_order_release);
-		check_and_free(p, pipe_size(i), i);
-	}
+	for (size_t i = 0; i < items; i++)
+		check_and_free(ring_pop(q), pipe_size(i), i);
 	return NULL;
 }
 
