@@ -342,8 +342,24 @@ void tl_free_owned(tl_page *page, void *p)
 	free_owned(page, p);
 }
 
-/* Push a checked block on the thread_free of a page the caller does not
- * own, with one CAS; returns the count of blocks waiting there now. */
+/* Push a chain of n blocks, first to last (linked, marked), on the
+ * thread_free of a page the caller does not own, with one CAS; returns the
+ * count of blocks waiting there now (exact below 2^16: tl_page_collect). */
+static TL_ALWAYS_INLINE uint32_t push_chain(tl_page *page, tl_block *first,
+					    tl_block *last, uint32_t n)
+{
+	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
+	uintptr_t next;
+	do {
+		last->next = tl_link_encode(page, last, tl_remote_list(head));
+		next = ((head >> TL_REMOTE_COUNT_SHIFT) + n)
+			       << TL_REMOTE_COUNT_SHIFT |
+		       (uintptr_t)first;
+	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+	return tl_remote_count(next);
+}
+
+/* The same for one checked block. */
 static uint32_t push_remote(tl_page *page, tl_block *block, uintptr_t mark)
 {
 #if TL_CHECKS
@@ -351,28 +367,13 @@ static uint32_t push_remote(tl_page *page, tl_block *block, uintptr_t mark)
 #else
 	(void)mark;
 #endif
-	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
-	uintptr_t next;
-	do {
-		block->next = tl_link_encode(page, block, tl_remote_list(head));
-		/* one more in the count (exact below 2^16: tl_page_collect) */
-		next = ((head >> TL_REMOTE_COUNT_SHIFT) + 1)
-			       << TL_REMOTE_COUNT_SHIFT |
-		       (uintptr_t)block;
-	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
-	return tl_remote_count(next);
+	return push_chain(page, block, block, 1);
 }
 
 void tl_page_push_remote_chain(tl_page *page, tl_block *first,
 			       tl_block *last, uint32_t n)
 {
-	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
-	uintptr_t next;
-	do {
-		last->next = tl_link_encode(page, last, tl_remote_list(head));
-		next = ((head & ~(TL_REMOTE_ONE - 1)) + n * TL_REMOTE_ONE) |
-		       (uintptr_t)first;
-	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
+	push_chain(page, first, last, n);
 }
 
 /*
