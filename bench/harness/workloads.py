@@ -79,6 +79,7 @@ DEFAULT = (Point("default"),)
 LARSON = (Point("plain"), Point("sized", ("--free", "sized")))
 BATCHES = tuple(Point("%d B" % n, ("--size", str(n)), params=(("size", n),))
                 for n in (16, 32, 64))
+MTHREAD = tuple(threads_point(n) for n in (1, 8))
 
 WORKLOADS = (
     Workload("loop", "The malloc/free loop", "loop",
@@ -183,6 +184,13 @@ WORKLOADS = (
              "xmalloc-test: 4 producer threads hand batches of 8..512-byte "
              "blocks to the queues of 4 consumer threads, which free them.",
              DEFAULT, DEFAULT, metric_order=("ops_per_sec",)),
+    Workload("mthread", "Random sizes in threads (glibc "
+             "bench-malloc-thread)", "mthread",
+             "glibc's bench-malloc-thread: each thread replaces random "
+             "blocks of its own working set of 1024, sizes 4..32768 bytes "
+             "drawn from an inverse square (half of them below 8 bytes, "
+             "one in a thousand above 4 KiB); 1 and 8 threads.",
+             MTHREAD, MTHREAD, metric_order=("ops_per_sec",)),
 )
 
 

@@ -45,10 +45,12 @@ def test_field_patterns_name_their_benchmark():
     follows = {"larson": "Larson", "mstress": "mimalloc",
                "batches": "bench-malloc-simple", "rptest": "rpmalloc",
                "mlarge": "malloc-large", "mleak": "mimalloc",
-               "xmalloc": "xmalloc-test"}
+               "xmalloc": "xmalloc-test", "mthread": "bench-malloc-thread"}
     by = {w.name: w for w in WORKLOADS}
     for name, benchmark in follows.items():
         assert benchmark in by[name].summary, name
     assert [p.label for p in by["larson"].full_points] == ["plain", "sized"]
     assert [p.args for p in by["batches"].full_points] == [
         ("--size", "16"), ("--size", "32"), ("--size", "64")]
+    assert [p.args for p in by["mthread"].full_points] == [
+        ("--threads", "1"), ("--threads", "8")]
