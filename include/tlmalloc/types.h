@@ -158,7 +158,7 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
  * page of several slices (medium pages, huge blocks) is described by its
  * first slice, the leader; the others are followers (owner
  * TL_OWNER_FOLLOWER, slice_offset slices after their leader), which send
- * free to the generic path.  128 bytes, so the index scales by a shift.
+ * free to the generic path.  256 bytes, so the index scales by a shift.
  */
 typedef struct tl_page {
 	/* First cache line: the owner's. */
@@ -192,14 +192,11 @@ typedef struct tl_page {
 	 * adds it to its class's total when the page changes class or goes */
 	uint64_t allocs;
 	/*
-	 * Second cache line: what other threads touch.  A thread freeing into
-	 * another's page reads owner and CASes thread_free here, and does not
-	 * take the line the owner's malloc and free write.
+	 * Second cache line: what every free reads, written rarely.  A thread
+	 * freeing into another's page reads owner here, and does not take
+	 * the line the owner's malloc and free write.
 	 */
 	tl_atomic_uptr owner __attribute__((aligned(64)));
-	/* any thread: CAS push of a tl_block*, with the list's length in
-	 * the top bits (tl_remote_list, tl_remote_count) */
-	tl_atomic_uptr thread_free;
 	/*
 	 * Set by tl_page_format: 2^32 / block_size rounded up, so that for a
 	 * slice offset off, off * slice_magic (mod 2^32) < slice_magic exactly
@@ -252,9 +249,18 @@ typedef struct tl_page {
 	/* Set by tl_page_format, read-only while the page is owned. */
 	uintptr_t key;		/* secret of the page's link encoding */
 #endif
-} __attribute__((aligned(128))) tl_page;
+	/*
+	 * Third cache line: what other threads write.  Any thread: CAS push
+	 * of a tl_block*, with the list's length in the top bits
+	 * (tl_remote_list, tl_remote_count).  Alone in its line, so that
+	 * other threads' frees do not take the line of the owner word, which
+	 * the owner's every free reads (docs/measurements.md, "thread_free
+	 * in a line of its own").
+	 */
+	tl_atomic_uptr thread_free __attribute__((aligned(64)));
+} __attribute__((aligned(256))) tl_page;
 
-#define TL_PAGE_DESC_SHIFT 7	/* log2(sizeof(tl_page)) */
+#define TL_PAGE_DESC_SHIFT 8	/* log2(sizeof(tl_page)) */
 
 /* The most mapping boundaries a huge segment may hold: at most
  * TL_HUGE_CUTS + 1 OS mappings a huge block. */
