@@ -254,8 +254,8 @@ typedef struct tl_page {
 	 * of a tl_block*, with the list's length in the top bits
 	 * (tl_remote_list, tl_remote_count).  Alone in its line, so that
 	 * other threads' frees do not take the line of the owner word, which
-	 * the owner's every free reads (docs/measurements.md, "thread_free
-	 * in a line of its own").
+	 * the owner's every free reads (docs/measurements.md, "Where
+	 * tcmalloc's lead on server comes from").
 	 */
 	tl_atomic_uptr thread_free __attribute__((aligned(64)));
 } __attribute__((aligned(256))) tl_page;
