@@ -41,13 +41,20 @@ def allocs_in(cells: Cells, workload: str,
     return [a for a in order if a in present]
 
 
+# Twenty colours, none repeated: the report runs thirteen allocators and
+# more with --alloc extras; matplotlib's ten-colour cycle gave two of them
+# the same bar colour.
+PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red",
+           "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+           "tab:olive", "tab:cyan", "black", "gold", "navy", "lime",
+           "maroon", "teal", "magenta", "sienna", "darkkhaki", "slateblue")
+
+
 def colour_of(alloc: str, order: Sequence[str]) -> str:
-    """The same colour for an allocator in every plot."""
-    palette = ("tab:blue", "tab:orange", "tab:green", "tab:red",
-               "tab:purple", "tab:brown", "tab:pink", "tab:gray",
-               "tab:olive", "tab:cyan")
+    """The same colour for an allocator in every plot, a different one
+    for each of the first len(PALETTE) allocators of order."""
     index = order.index(alloc) if alloc in order else len(order)
-    return palette[index % len(palette)]
+    return PALETTE[index % len(PALETTE)]
 
 
 WIDE = 20.0     # values further apart than this get a log scale

@@ -220,3 +220,12 @@ def test_plots_drawn_from_synthetic_results(tmp_path):
         assert {f.rsplit(".", 1)[1] for f in files} == {"png", "svg"}
         for rel in files:
             assert (tmp_path / rel).stat().st_size > 1000
+
+
+def test_plot_colours_differ_for_twenty_allocators():
+    from bench.harness.plots import PALETTE, colour_of
+    order = ["alloc%d" % i for i in range(len(PALETTE))]
+    colours = [colour_of(a, order) for a in order]
+    assert len(PALETTE) >= 20
+    assert len(set(colours)) == len(order)
+
