@@ -348,13 +348,17 @@ void tl_free_owned(tl_page *page, void *p)
 static TL_ALWAYS_INLINE uint32_t push_chain(tl_page *page, tl_block *first,
 					    tl_block *last, uint32_t n)
 {
+	/* head is count << SHIFT | list: head - list + add is the count
+	 * plus n, over first (a carry past the top bits drops, as the
+	 * count wraps); add does not change in the loop */
+	uintptr_t add = ((uintptr_t)n << TL_REMOTE_COUNT_SHIFT) |
+			(uintptr_t)first;
 	uintptr_t head = tl_uptr_load_relaxed(&page->thread_free);
 	uintptr_t next;
 	do {
-		last->next = tl_link_encode(page, last, tl_remote_list(head));
-		next = ((head >> TL_REMOTE_COUNT_SHIFT) + n)
-			       << TL_REMOTE_COUNT_SHIFT |
-		       (uintptr_t)first;
+		tl_block *list = tl_remote_list(head);
+		last->next = tl_link_encode(page, last, list);
+		next = head - (uintptr_t)list + add;
 	} while (!tl_uptr_cas_weak_release(&page->thread_free, &head, next));
 	return tl_remote_count(next);
 }
