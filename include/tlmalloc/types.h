@@ -192,7 +192,8 @@ typedef struct tl_page {
 	 * adds it to its class's total when the page changes class or goes */
 	uint64_t allocs;
 	/*
-	 * Second cache line: what every free reads, written rarely.  A thread
+	 * Second cache line: what every free reads, written only when the
+	 * page changes hands or joins or leaves a full list.  A thread
 	 * freeing into another's page reads owner here, and does not take
 	 * the line the owner's malloc and free write.
 	 */
@@ -250,7 +251,8 @@ typedef struct tl_page {
 	uintptr_t key;		/* secret of the page's link encoding */
 #endif
 	/*
-	 * Third cache line: what other threads write.  Any thread: CAS push
+	 * Third cache line: what other threads write (and the owner's
+	 * collect takes with an exchange).  Any thread: CAS push
 	 * of a tl_block*, with the list's length in the top bits
 	 * (tl_remote_list, tl_remote_count).  Alone in its line, so that
 	 * other threads' frees do not take the line of the owner word, which
