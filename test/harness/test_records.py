@@ -2,7 +2,9 @@
 either way, and what an older set lacks gets the declared defaults."""
 import json
 
+from bench.harness import results as results_mod
 from bench.harness.records import Mix, Results
+from bench.harness.report import build_report
 
 from test_report import synthetic_json
 
@@ -67,3 +69,17 @@ def test_an_older_set_gets_the_declared_defaults():
     assert results.plots.available and results.plots.files == {}
     assert results.mode is None and results.duration_s is None
     assert results.missing == []
+
+
+def test_runs_json_rebuilds_the_same_report(tmp_path):
+    """--report-only reads runs.json back: the report it builds is the
+    run's own, word for word, with the machine's lines in their order."""
+    data = complete_json()
+    data["machine"] = {"zeta": "last key first", "cpu": "Test CPU",
+                       "memory": "1 GiB", "alpha": "first key last"}
+    results = Results.from_json(data)
+    results_mod.write_json(tmp_path / "runs.json", results)
+    back = Results.from_json(results_mod.load_json(tmp_path / "runs.json"))
+    assert list(back.machine) == ["zeta", "cpu", "memory", "alpha"]
+    assert build_report(back) == build_report(results)
+
