@@ -5,7 +5,7 @@
  * (default 2e7, quick 2e6): a random entry is freed and gets a new block.
  * Sizes follow glibc's distribution, an inverse square between 4 and
  * 32768 bytes (half of the blocks are 4..7 bytes, one in eight is above
- * 32 bytes, one in a thousand above 4 KiB), drawn from a table of --sizes
+ * 32 bytes, one in a thousand above 4 KiB), drawn from a table of 8000
  * quantiles.  No block crosses threads: what is measured is each thread's
  * own heap, small blocks mostly, with a tail of large ones.
  *
