@@ -71,17 +71,21 @@ static void *run(void *arg)
 	uint32_t me = (uint32_t)c->round + 1;
 	pthread_attr_t attr;
 	pthread_t next;
+	long done = 0, foreign = 0;
 
 	for (long i = 0; i < c->iters; i++) {
 		long s = (long)(bench_rand(&rng) % (uint64_t)c->count);
 
 		if (c->gen[s] != me)
-			c->foreign++;
+			foreign++;
 		check_and_free(c->slots[s]);
 		c->slots[s] = make_block(&rng);
 		c->gen[s] = me;
-		c->done++;
+		done++;
 	}
+	/* once: the columns' records share cache lines */
+	c->done += done;
+	c->foreign += foreign;
 	if (++c->round < c->rounds) {
 		/* The successor takes over the slots; this thread is gone. */
 		pthread_attr_init(&attr);

@@ -98,11 +98,12 @@ static void *produce(void *arg)
 	uint64_t rng = bench_seed((uint64_t)w->id);
 	struct batch *b = new_batch();
 	long to = w->id % consumers;
+	long done = 0;
 
 	for (long i = 0; i < w->iters; i++) {
 		b->blocks[b->n++] = bench_stamped_block(&rng, MIN_SIZE,
 							MAX_SIZE);
-		w->done++;
+		done++;
 		if (b->n == BATCH || i == w->iters - 1) {
 			put(&queues[to], b);
 			to = (to + 1) % consumers;
@@ -110,6 +111,7 @@ static void *produce(void *arg)
 				b = new_batch();
 		}
 	}
+	w->done = done;	/* once: the workers' records share cache lines */
 	if (atomic_fetch_sub(&producers_left, 1) == 1)
 		for (long c = 0; c < consumers; c++) {
 			/* Under the lock: no consumer misses the news. */
