@@ -12,6 +12,7 @@ the system calls; the failed runs; the allocators (found and missing); the
 machine.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
@@ -19,7 +20,7 @@ from . import classic
 from . import fastpath as fastpath_mod
 from . import security as security_mod
 from .parse import STRACE_COLUMNS
-from .allocators import Allocator
+from .allocators import Allocator, Kind
 from .programs import Program, stderr_tail
 from .records import (FastpathRow, Mix, Outcome, Results, Run, SecurityRow,
                       WorkloadEntry)
@@ -221,14 +222,55 @@ def ranking(cells: Cells, workload: str, point: str,
     return sorted(ranked, key=lambda item: item[1])
 
 
+def peer_names(data: Results) -> list[str]:
+    """The allocators tlmalloc is held against: every other malloc that
+    runs the same programs (preloaded, or the C library's own), neither a
+    build of tlmalloc's nor a static musl program (a different binary)."""
+    return [a.name for a in data.allocators
+            if a.found and a.kind in (Kind.PRELOAD, Kind.SYSTEM)
+            and not a.name.startswith("tlmalloc")]
+
+
+def best_peer(cells: Cells, workload: str, point: str,
+              peers: Sequence[str], rss: bool) -> tuple[str, float] | None:
+    """(peer, median) of the fastest peer at the point (the leanest, with
+    rss: peak RSS in KiB); None when no peer ran it."""
+    best: tuple[str, float] | None = None
+    for name in peers:
+        cell = cells.get((workload, point, name))
+        if cell is None or cell.failed:
+            continue
+        value = cell.maxrss_kb if rss else cell.wall
+        if value is not None and value > 0 and (best is None
+                                                 or value < best[1]):
+            best = (name, value)
+    return best
+
+
+def versus_peer(value: float | None,
+                peer: tuple[str, float] | None) -> tuple[str, float | None]:
+    """("1.23x (name)", 1.23), or ("–", None) without a figure."""
+    if value is None or peer is None:
+        return "–", None
+    r = value / peer[1]
+    return "%.2fx (%s)" % (r, peer[0]), r
+
+
+# tlmalloc against the peers at one point: time, peak RSS (None: no figure)
+PeerRatios = tuple[str, str, float | None, float | None]
+
+
 def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
-                 order: Sequence[str]) -> str | None:
+                 order: Sequence[str], peers: Sequence[str],
+                 ratios: list[PeerRatios]) -> str | None:
+    """The standing table's row of one point; its ratios to the peers go
+    to ratios."""
     ranked = ranking(cells, workload.name, point, order)
     cell = cells.get((workload.name, point, "tlmalloc"))
     if cell is None:
         return None
     if cell.failed or cell.wall is None:
-        return "| %s | %s | FAILED | | | | |" % (workload.name, point)
+        return "| %s | %s | FAILED | | | | | | |" % (workload.name, point)
     names = [a for a, _ in ranked]
     glibc = dict(ranked).get(BASELINE)
     vs_glibc = ratio(cell.wall, glibc)
@@ -237,10 +279,55 @@ def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
     if base is not None and not base.failed:
         rss = ratio(cell.maxrss_kb, base.maxrss_kb)
     best, best_wall = ranked[0]
-    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s |" % (
+    time_text, time_ratio = versus_peer(
+        cell.wall, best_peer(cells, workload.name, point, peers, False))
+    rss_text, rss_ratio = versus_peer(
+        cell.maxrss_kb, best_peer(cells, workload.name, point, peers, True))
+    ratios.append((workload.name, point, time_ratio, rss_ratio))
+    return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s | %s | %s |" % (
         workload.name, point, fmt_num(cell.wall), vs_glibc,
         names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall),
-        rss)
+        time_text, rss, rss_text)
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def peer_summary(ratios: Sequence[PeerRatios],
+                 peers: Sequence[str]) -> list[str]:
+    """The standing against the peers in one paragraph: the geometric
+    means over the points of tlmalloc's time over the fastest peer's and
+    of its peak RSS over the leanest peer's, with the worst points."""
+    times = [(r[2], r[0], r[1]) for r in ratios if r[2] is not None]
+    sizes = [(r[3], r[0], r[1]) for r in ratios if r[3] is not None]
+    if not times:
+        return ["", "Against the peers: no point where tlmalloc and a peer "
+                "both ran."]
+    line = "Against the peers (%s: the other allocators that run the same " \
+        "programs; tlmalloc's own builds and the static musl programs are " \
+        "left out), over %d points: tlmalloc's median time is on " \
+        "geometric mean **%.2fx** the fastest peer's at each point, at or " \
+        "below it on %d%s" % (", ".join(peers), len(times),
+                              geomean([t[0] for t in times]),
+                              sum(1 for t in times if t[0] <= 1.0),
+                              furthest(times, "behind"))
+    if sizes:
+        line += "; its peak RSS **%.2fx** the leanest peer's, at or below " \
+            "it on %d%s" % (geomean([z[0] for z in sizes]),
+                            sum(1 for z in sizes if z[0] <= 1.0),
+                            furthest(sizes, "above"))
+    return ["", line + "."]
+
+
+def furthest(values: Sequence[tuple[float, str, str]], word: str) -> str:
+    """" (furthest behind: loop 32 threads, 1.25x)" for the largest ratio
+    over 1, or nothing."""
+    worst = max(values)
+    if worst[0] <= 1.0:
+        return ""
+    return " (furthest %s: %s %s, %.2fx)" % (word, worst[1], worst[2],
+                                              worst[0])
 
 
 def counted(row: FastpathRow | None) -> float | None:
@@ -256,13 +343,14 @@ def fastpath_standing_row(table: FastpathTable, mix: Mix) -> str | None:
     title = mix.title
     value = counted(own)
     if value is None:
-        return "| fastpath | %s | FAILED | | | | |" % title
+        return "| fastpath | %s | FAILED | | | | | | |" % title
     ranked = sorted((count, name) for name, mixes in table.items()
                     for count in [counted(mixes.get(mix))]
                     if name != fastpath_mod.LOOP and count is not None)
     names = [name for _, name in ranked]
     vs_glibc = ratio(value, counted(table.get(BASELINE, {}).get(mix)))
-    return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – |" \
+    return "| fastpath | %s | %.1f instr. | %s | %d of %d | %s (%.1f) | – " \
+        "| – | – |" \
         % (title, value, vs_glibc, names.index("tlmalloc") + 1, len(names),
         ranked[0][1], ranked[0][0])
 
@@ -297,11 +385,13 @@ def budget_clause(table: FastpathTable, name: str) -> str:
 
 def standing_section(data: Results, cells: Cells) -> list[str]:
     order = data.allocator_names()
+    peers = peer_names(data)
     lines = ["", "## Where tlmalloc stands", ""]
     rows = []
+    ratios: list[PeerRatios] = []
     for workload in data.workloads:
         for point in workload.points:
-            row = standing_row(cells, workload, point, order)
+            row = standing_row(cells, workload, point, order, peers, ratios)
             if row:
                 rows.append(row)
     table = fastpath_table(data)
@@ -316,14 +406,16 @@ def standing_section(data: Results, cells: Cells) -> list[str]:
         return lines + ["tlmalloc was not run%s." % (note and ": " + note)] \
             + budget
     lines += ["Median wall time; rank among the allocators that ran the "
-              "point without failing (1 = fastest); peak RSS as a ratio to "
-              "glibc's. The fastpath rows count instructions per malloc+free "
-              "pair instead (1 = fewest), the security row the misuse "
-              "programs caught (1 = most).", "",
+              "point without failing (1 = fastest); tlmalloc's time over the "
+              "fastest peer's (the other allocators that run the same "
+              "program: below); peak RSS as a ratio to glibc's and to the "
+              "leanest peer's. The fastpath rows count instructions per "
+              "malloc+free pair instead (1 = fewest), the security row the "
+              "misuse programs caught (1 = most).", "",
               "| workload | point | tlmalloc | vs glibc | rank | fastest | "
-              "peak RSS vs glibc |",
-              "|---|---|---|---|---|---|---|"]
-    return lines + rows + budget
+              "vs fastest peer | peak RSS vs glibc | vs leanest peer |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    return lines + rows + peer_summary(ratios, peers) + budget
 
 
 def fastpath_table(data: Results) -> FastpathTable:
@@ -428,7 +520,7 @@ def security_standing_row(data: Results) -> str | None:
     versus = "%+d" % (caught - totals[BASELINE][0]) \
         if BASELINE in totals else "–"
     return "| security | misuse programs caught | %d of %d | %s | %d of %d " \
-        "| %s (%d) | – |" % (caught, run, versus, rank, len(totals), best,
+        "| %s (%d) | – | – | – |" % (caught, run, versus, rank, len(totals), best,
                              totals[best][0])
 
 

@@ -1,4 +1,5 @@
 """The report built from a synthetic results set."""
+import math
 import re
 
 from bench.harness import classic
@@ -162,9 +163,61 @@ def test_standing_of_tlmalloc():
     text = build_report(synthetic())
     section = text.split("## Where tlmalloc stands", 1)[1].split("\n## ")[0]
     assert re.search(r"\| loop \| 32 threads \| 0.400 s \| 0.20x \| 1 of 3 \|"
-                     r" tlmalloc \(0.400 s\) \| 0.50x \|", section)
+                     r" tlmalloc \(0.400 s\) \| 0.80x \(tcmalloc\) \| 0.50x \| "
+                     r"0.50x \(glibc\) \|", section)
     assert re.search(r"\| prodcons \| 16 pairs \| 0.800 s \| 0.80x \| "
                      r"1 of 3 \|", section)
+
+
+def standing(data):
+    text = build_report(data)
+    return text.split("## Where tlmalloc stands", 1)[1].split("\n## ")[0]
+
+
+def test_against_the_peers():
+    """Time over the fastest peer at each point, RSS over the leanest, and
+    their geometric means: the peers are the found allocators that run
+    the same programs (glibc and tcmalloc here; not mimalloc, missing;
+    not tlmalloc-lock or the static musl programs)."""
+    section = standing(synthetic())
+    assert "Against the peers (glibc, tcmalloc: " in section
+    # loop 0.4 / 0.5 (tcmalloc), prodcons 0.8 / 1.0 (glibc), scaling
+    # 1.0 / 1.2 (glibc) at four points
+    expected = math.exp((2 * math.log(0.8) + 4 * math.log(1 / 1.2)) / 6)
+    assert "over 6 points: tlmalloc's median time is on geometric mean " \
+        "**%.2fx** the fastest peer's at each point, at or below it on 6;" \
+        % expected in section
+    assert "furthest behind" not in section
+    # peak RSS: loop 2048 against glibc's 4096 KiB, the rest equal
+    rss = math.exp(math.log(0.5) / 6)
+    assert "its peak RSS **%.2fx** the leanest peer's, at or below it on 6." \
+        % rss in section
+
+
+def test_against_the_peers_behind_and_failed():
+    """A peer ahead names the furthest point behind; a failed peer cell
+    is no figure."""
+    section = standing(synthetic(tc_loop=0.3))
+    assert "at or below it on 5 (furthest behind: loop 32 threads, 1.33x)" \
+        in section
+    data = synthetic(tc_loop=0.3)
+    for run in data.runs:
+        if run.allocator == "tcmalloc" and run.workload == "loop":
+            run.ok = False
+    section = standing(data)
+    assert "| 0.20x (glibc) |" in section
+    assert "furthest behind" not in section
+
+
+def test_against_the_peers_when_none_ran():
+    data = synthetic()
+    data.runs = [r for r in data.runs
+                 if r.allocator in ("tlmalloc", "tlmalloc-lock", "musl")]
+    section = standing(data)
+    assert "Against the peers: no point where tlmalloc and a peer both " \
+        "ran." in section
+    assert "| loop | 32 threads | 0.400 s | – | 1 of 1 | tlmalloc " \
+        "(0.400 s) | – | – | – |" in section
 
 
 def verdicts(data):
