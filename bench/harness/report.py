@@ -321,8 +321,8 @@ def peer_summary(ratios: Sequence[PeerRatios],
 
 
 def furthest(values: Sequence[tuple[float, str, str]], word: str) -> str:
-    """" (furthest behind: loop 32 threads, 1.25x)" for the largest ratio
-    over 1, or nothing."""
+    """The clause naming the largest ratio when it is over 1, e.g.
+    ' (furthest behind: loop 32 threads, 1.25x)'; else nothing."""
     worst = max(values)
     if worst[0] <= 1.0:
         return ""
