@@ -92,7 +92,8 @@ PEERS_DIR = "peers"                 # under the build folder
 VERSIONS_FILE = "VERSIONS.json"
 BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
 
-BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock", "glibc") \
+BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure", "tlmalloc-lock",
+           "glibc") \
     + tuple(p.name for p in PEERS) + tuple(p.name for p in BUILT_PEERS) \
     + ("musl", "musl-tlmalloc")
 
@@ -174,12 +175,19 @@ def tlmalloc_allocators(build_dir: Path, bench_dir: Path) -> list[Allocator]:
                      str(fast_lib) if fast_found else "", fast_found,
                      "tlmalloc without free's checks of the pointer"
                      if fast_found else missing_note(fast_lib))
+    secure_lib = build_dir / "src" / "libtlmalloc-secure.so"
+    secure_found = secure_lib.is_file()
+    secure = Allocator("tlmalloc-secure", Kind.PRELOAD,
+                       str(secure_lib) if secure_found else "", secure_found,
+                       "tlmalloc's secure variant, its defaults (canaries, "
+                       "fill and quarantine of freed blocks: docs/secure.md)"
+                       if secure_found else missing_note(secure_lib))
     ts_found = ts_prog.is_file()
     lock = Allocator("tlmalloc-lock", Kind.TS, "", ts_found,
                      "ts_malloc_lock: one heap behind one lock "
                      "(scaling workload only)" if ts_found
                      else missing_note(ts_prog), ts_api=TsApi.LOCK)
-    return [main, fast, lock]
+    return [main, fast, secure, lock]
 
 
 def peer_allocators(lib_dirs: Sequence[Path]) -> list[Allocator]:

@@ -115,7 +115,8 @@ def add_versions(allocs: Iterable[Allocator],
                  tlmalloc_version: str = "") -> None:
     """Fills each found allocator's package and version where known."""
     for alloc in allocs:
-        if alloc.name in ("tlmalloc", "tlmalloc-fast", "tlmalloc-lock"):
+        if alloc.name in ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure",
+                          "tlmalloc-lock"):
             alloc.version = tlmalloc_version
         elif alloc.kind is Kind.SYSTEM:
             alloc.version = libc_version()

@@ -20,6 +20,7 @@ def tree(tmp_path):
     libs = tmp_path / "libs"
     touch(str(build / "src" / "libtlmalloc.so"))
     touch(str(build / "src" / "libtlmalloc-fast.so"))
+    touch(str(build / "src" / "libtlmalloc-secure.so"))
     for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons",
                  "prodcons-musl-tlmalloc"):
         touch(str(build / "bench" / prog))
@@ -37,8 +38,8 @@ def by(allocs):
 
 def test_discovery_finds_what_is_there(tree):
     found = by(am.discover(tree / "build", [tree / "libs"]))
-    assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-lock",
-                           "glibc", "jemalloc", "tcmalloc", "mimalloc",
+    assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-secure",
+                           "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc", "mimalloc",
                            "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
                            "hardened_malloc", "musl", "musl-tlmalloc"]
     assert found["tlmalloc"].found
@@ -48,6 +49,10 @@ def test_discovery_finds_what_is_there(tree):
         am.Kind.PRELOAD and not found["tlmalloc-fast"].ts_api
     assert found["tlmalloc-fast"].path.endswith(
         "build/src/libtlmalloc-fast.so")
+    assert found["tlmalloc-secure"].found and found["tlmalloc-secure"].kind \
+        is am.Kind.PRELOAD and not found["tlmalloc-secure"].ts_api
+    assert found["tlmalloc-secure"].path.endswith(
+        "build/src/libtlmalloc-secure.so")
     assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api is am.TsApi.LOCK
     assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
     assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
@@ -79,6 +84,8 @@ def test_nothing_built(tmp_path):
     found = by(am.discover(tmp_path / "nobuild", [tmp_path]))
     assert not found["tlmalloc"].found and "not built" in found["tlmalloc"].note
     assert not found["tlmalloc-fast"].found
+    assert not found["tlmalloc-secure"].found
+    assert "not built" in found["tlmalloc-secure"].note
     assert not found["tlmalloc-lock"].found
     assert not found["musl"].found
     assert not found["musl-tlmalloc"].found
