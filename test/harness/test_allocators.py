@@ -39,9 +39,10 @@ def by(allocs):
 def test_discovery_finds_what_is_there(tree):
     found = by(am.discover(tree / "build", [tree / "libs"]))
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-secure",
-                           "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc", "mimalloc",
-                           "tbbmalloc", "mimalloc3", "snmalloc", "rpmalloc",
-                           "hardened_malloc", "musl", "musl-tlmalloc"]
+                           "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc",
+                           "mimalloc", "tbbmalloc", "mimalloc3", "snmalloc",
+                           "rpmalloc", "hardened_malloc", "musl",
+                           "musl-tlmalloc"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api is am.TsApi.NOLOCK
