@@ -4,9 +4,10 @@
  *
  * A page has three free lists ("sharded"): free, which malloc pops;
  * local_free, which the owner's free pushes; thread_free, which other
- * threads push with one CAS.  When free runs dry the owner takes the other
- * two.  Fresh blocks are carved at most a few KiB at a time, so a page
- * touches its memory only as it is used.  Owner only, except thread_free.
+ * threads push with one CAS.  When free runs dry the owner takes what the
+ * other two hold (other threads' frees first: tl_page_collect_head).
+ * Fresh blocks are carved at most a few KiB at a time, so a page touches
+ * its memory only as it is used.  Owner only, except thread_free.
  *
  * fork: the child counts the pages of the parent's other threads (abandoned.c,
  * "orphaned"), whose last update may have been cut in the middle by the
@@ -224,20 +225,28 @@ void tl_page_collect(tl_page *page)
 	}
 }
 
+/*
+ * Other threads' frees first, into free, where local_free stays: malloc
+ * pops local_free (the owner's latest frees) before free all the same, and
+ * the head then has both lists to hand out before it runs dry again.  A
+ * page that becomes the head with frees of both kinds waiting (`server`:
+ * a quarter of its frees another thread's) took the owner's alone before,
+ * and came back here as soon as they were used.
+ */
 bool tl_page_collect_head(tl_page *page)
 {
-	tl_block *local = page->local_free;
-	if (local != NULL) {
-		page->local_free = NULL;
-		tl_fork_order();
-		page->free = local;
+	if (tl_uptr_load_relaxed(&page->thread_free) != 0) {
+		uintptr_t w = tl_uptr_exchange_acquire(&page->thread_free, 0);
+		page->free = tl_remote_list(w);
+		tl_u64_add_relaxed(&tl_remote_frees, tl_remote_count(w));
 		return true;
 	}
-	if (tl_uptr_load_relaxed(&page->thread_free) == 0)
+	tl_block *local = page->local_free;
+	if (local == NULL)
 		return false;
-	uintptr_t w = tl_uptr_exchange_acquire(&page->thread_free, 0);
-	page->free = tl_remote_list(w);
-	tl_u64_add_relaxed(&tl_remote_frees, tl_remote_count(w));
+	page->local_free = NULL;
+	tl_fork_order();
+	page->free = local;
 	return true;
 }
 

@@ -296,9 +296,10 @@ void tl_page_retire_counts(tl_page *page);
 /* Move local_free and thread_free into free, counting them in avail. */
 void tl_page_collect(tl_page *page);
 /*
- * A queue head whose free list ran dry takes its local frees, or else its
- * thread frees, without counting them (its avail means nothing until it
- * leaves the head).  False if there were none.
+ * A queue head whose free list ran dry takes its thread frees into free
+ * (its local_free, which malloc pops first, stays), or else its local
+ * frees, without counting them (its avail means nothing until it leaves
+ * the head).  False if there were none.
  */
 bool tl_page_collect_head(tl_page *page);
 /*
