@@ -231,26 +231,25 @@ def peer_names(data: Results) -> list[str]:
             and not a.name.startswith("tlmalloc")]
 
 
-def best_peer(cells: Cells, workload: str, point: str,
-              peers: Sequence[str], rss: bool) -> tuple[str, float] | None:
-    """(peer, median) of the fastest peer at the point (the leanest, with
-    rss: peak RSS in KiB); None when no peer ran it."""
-    best: tuple[str, float] | None = None
-    for name in peers:
-        cell = cells.get((workload, point, name))
-        if cell is None or cell.failed:
-            continue
-        value = cell.maxrss_kb if rss else cell.wall
-        if value is not None and value > 0 and (best is None
-                                                 or value < best[1]):
-            best = (name, value)
-    return best
+def leanest_peer(cells: Cells, workload: str, point: str,
+                 peers: Sequence[str]) -> tuple[str, float] | None:
+    """(peer, median peak RSS in KiB) of the leanest peer at the point;
+    None when no peer ran it.  (The fastest is the first peer of
+    ranking().)"""
+    sizes = [(cell.maxrss_kb, name) for name in peers
+             for cell in [cells.get((workload, point, name))]
+             if cell is not None and not cell.failed
+             and cell.maxrss_kb is not None]
+    if not sizes:
+        return None
+    size, name = min(sizes, key=lambda item: item[0])
+    return name, size
 
 
 def versus_peer(value: float | None,
                 peer: tuple[str, float] | None) -> tuple[str, float | None]:
     """("1.23x (name)", 1.23), or ("–", None) without a figure."""
-    if value is None or peer is None:
+    if value is None or peer is None or peer[1] <= 0:
         return "–", None
     r = value / peer[1]
     return "%.2fx (%s)" % (r, peer[0]), r
@@ -280,9 +279,9 @@ def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
         rss = ratio(cell.maxrss_kb, base.maxrss_kb)
     best, best_wall = ranked[0]
     time_text, time_ratio = versus_peer(
-        cell.wall, best_peer(cells, workload.name, point, peers, False))
+        cell.wall, next(((a, w) for a, w in ranked if a in peers), None))
     rss_text, rss_ratio = versus_peer(
-        cell.maxrss_kb, best_peer(cells, workload.name, point, peers, True))
+        cell.maxrss_kb, leanest_peer(cells, workload.name, point, peers))
     ratios.append((workload.name, point, time_ratio, rss_ratio))
     return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s | %s | %s |" % (
         workload.name, point, fmt_num(cell.wall), vs_glibc,
