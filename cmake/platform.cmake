@@ -18,6 +18,10 @@
 #   TL_SECTION_RETAIN the assembler takes the section flag "R"
 #                  (SHF_GNU_RETAIN; GNU as 2.36, LLVM 13): free's probes
 #                  (include/tlmalloc/fastpath.h) survive --gc-sections
+#   TL_STATIC_LIBGCC the shared libraries take libgcc's unwinder in
+#                  (-static-libgcc), its names hidden (--exclude-libs):
+#                  no libgcc_s.so.1 loaded into every process that preloads
+#                  tlmalloc (docs/design.md, "What a preload costs")
 include(CheckSymbolExists)
 include(CheckCSourceCompiles)
 check_symbol_exists(__GLIBC__ features.h TL_GLIBC)
@@ -31,6 +35,9 @@ check_c_source_compiles([=[
 #define S(...) #__VA_ARGS__
 __asm__(S(.pushsection tl_retain_check,"aR") ";" S(.popsection));
 int main(void) { return 0; }]=] TL_SECTION_RETAIN)
+set(CMAKE_REQUIRED_LINK_OPTIONS -static-libgcc -Wl,--exclude-libs,ALL)
+check_c_source_compiles("int main(void) { return 0; }" TL_STATIC_LIBGCC)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
 if(TL_GLIBC)
   enable_language(CXX)
   set(TL_CXX ON)

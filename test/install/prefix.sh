@@ -66,6 +66,18 @@ if command -v readelf >/dev/null 2>&1; then
 	contains "dlopen soname" "$dyn" \
 		"Library soname: \[libtlmalloc-dlopen\.so\.$so\]"
 	lacks "libtlmalloc-dlopen.so needs no static TLS" "$dyn" "STATIC_TLS"
+	# The unwinder is the library's own copy (cmake/platform.cmake,
+	# TL_STATIC_LIBGCC): no libgcc_s.so.1 for a preload to load, and
+	# none of its names exported to take the program's unwinder's place.
+	for lib in libtlmalloc libtlmalloc-dlopen libtlmalloc-fast \
+		libtlmalloc-secure; do
+		dyn=$(readelf -d "$LIBDIR/$lib.so.$TL_VERSION")
+		lacks "$lib.so needs no libgcc_s" "$dyn" "libgcc_s"
+		syms=$(readelf -W --dyn-syms "$LIBDIR/$lib.so.$TL_VERSION" |
+			awk '$7 != "UND" { print $8 }')
+		contains "$lib.so exports malloc" "$syms" "^malloc\$"
+		lacks "$lib.so exports no unwinder" "$syms" "^_Unwind_"
+	done
 else
 	echo "note: no readelf; sonames not checked"
 fi
