@@ -332,9 +332,10 @@ void tl_pool_purge_abandoned(tl_page *todo)
 
 /*
  * fork: in the child only the forking thread runs on.  The pages the other
- * threads' heaps owned (not the forking thread's, not the shared heap's)
- * are marked orphaned by tl_pool_fork_child, before any new thread could
- * be given a dead one's thread pointer for its id; frees into them go the
+ * threads' heaps owned (not the forking thread's, not the shared heap's,
+ * not the heap profiler's: those heaps live on) are marked orphaned by
+ * tl_pool_fork_child, before any new thread could be given a dead one's
+ * thread pointer for its id; frees into them go the
  * way of abandoned pages (thread_free).  Here, at the first page taken or
  * purge after the fork, they are counted and become abandoned pages, or
  * free ones if empty, so blocks the child frees there are reused.  The
@@ -355,14 +356,16 @@ static void for_each_page_locked(void (*fn)(tl_page *, uint64_t), uint64_t arg)
 	}
 }
 
-/* arg: the address of the two ids whose pages stay, the forking
- * thread's and the shared heap's (tl_pool_orphan_pages). */
+/* arg: the address of the three ids whose pages stay, the forking
+ * thread's, the shared heap's and the profiler's (tl_pool_orphan_pages):
+ * those heaps live on in the child with their lists. */
 static void orphan_page(tl_page *page, uint64_t arg)
 {
 	const uintptr_t *keep = (const uintptr_t *)(uintptr_t)arg;
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
 	uintptr_t id = owner & ~(uintptr_t)TL_OWNER_FULL;
-	if (owner < TL_OWNER_MARKERS || id == keep[0] || id == keep[1])
+	if (owner < TL_OWNER_MARKERS || id == keep[0] || id == keep[1] ||
+	    id == keep[2])
 		return;
 #if !TL_SECURE
 	/* out of its dead heap's full list for good: not to be given away */
@@ -372,9 +375,10 @@ static void orphan_page(tl_page *page, uint64_t arg)
 	tl_pool.orphans = true;
 }
 
-void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared)
+void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared,
+			  uintptr_t profiler)
 {
-	const uintptr_t keep[2] = { self, shared };
+	const uintptr_t keep[3] = { self, shared, profiler };
 	for_each_page_locked(orphan_page, (uint64_t)(uintptr_t)keep);
 }
 

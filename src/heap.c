@@ -131,14 +131,16 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 		first = cls - 3;
 	}
 	tl_page *page = heap->queue[cls].first;
+	/* the group's sizes come to its head, through the slots or (with
+	 * the profiler on) its proxy: a sized free of them must pass */
+	if (page != NULL && first != cls)
+		tl_page_allow_size(page, tl_class_min(first));
 	if (heap->prof != NULL) {
 		page = tl_profile_proxy(heap, cls);
 		if (heap->direct[size / 16] == page)
 			return;	/* set already: a proxy stays */
 	} else if (page == NULL)
 		page = &tl_page_empty;
-	else if (first != cls)	/* the group's sizes come here */
-		tl_page_allow_size(page, tl_class_min(first));
 	unsigned lo = first == 1 ? 0 : tl_class_size[first - 1] / 16 + 1;
 	for (unsigned i = lo; i <= size / 16; i++)
 		heap->direct[i] = page;

@@ -17,6 +17,7 @@
 #include "tlmalloc/pool.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
+#include "tlmalloc/profile.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
 
@@ -389,5 +390,5 @@ void tl_pool_fork_child(uintptr_t shared)
 		tl_lock_reset(&h->full_lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
-	tl_pool_orphan_pages(tl_thread_id(), shared);
+	tl_pool_orphan_pages(tl_thread_id(), shared, tl_profile_heap_id());
 }

@@ -106,9 +106,10 @@ void tl_pool_purge_abandoned(tl_page *todo);
  * abandoned pages, or free ones if empty (nothing to do without a fork). */
 void tl_pool_adopt_orphans_locked(void);
 /* abandoned.c, in the fork child before any other thread exists (no lock):
- * the pages of heaps other than the forking thread's (self) and the shared
- * heap (shared) are marked orphaned. */
-void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared);
+ * the pages of heaps other than the forking thread's (self), the shared
+ * heap (shared) and the heap profiler's (profiler) are marked orphaned. */
+void tl_pool_orphan_pages(uintptr_t self, uintptr_t shared,
+			  uintptr_t profiler);
 
 /* huge_cache.c: cached huge segments that are due (all if force) leave the
  * cache and the segment list for the unmap list (linked by next), which is

@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "tlmalloc.h"
@@ -436,7 +438,109 @@ static void stack_frames_wrong_threads(void)
 	check_stack_rounds();
 }
 
+/*
+ * A new thread's heap is young (docs/design.md, "Young groups"): its first
+ * blocks of the four classes of a group come from the page of the group's
+ * largest class.  A sized free of the size asked for must pass there with
+ * the profiler on as off (its direct slots lead to the profiler's proxy
+ * pages, and the group's page must still take the group's sizes): before,
+ * tl_free_sized(malloc(8), 8) aborted as a size mismatch, as did a C++
+ * vector's first sized delete.
+ */
+static void *young_sized_body(void *arg)
+{
+	(void)arg;
+	for (size_t n = 1; n <= 1024; n++) {
+		void *p = malloc(n);
+		CHECK(p != NULL);
+		memset(p, 0x5a, n);
+		tl_free_sized(p, n);
+	}
+	return NULL;
+}
+
+static void young_sized_frees_refused(void)
+{
+	long on = 0;
+	CHECK(tl_option_get("profile", &on) == 0 && on == 1);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, young_sized_body, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
+/*
+ * fork with the profiler on: the profiler's own heap (its sampled blocks)
+ * lives on in the child with its pages, as the forking thread's does.
+ * Before, the child orphaned those pages as a dead thread's, and the next
+ * heap to adopt one shared it with the profiler's heap: one page in two
+ * lists, blocks handed out twice, then a sweep that never ended.  The
+ * child here samples one allocation in 64 bytes (the case's setting) over
+ * a working set of stamped blocks, checks every stamp it frees, and must
+ * finish within the alarm.
+ */
+#define FORK_SET 4096
+
+static unsigned char *fork_set[FORK_SET];
+static size_t fork_len[FORK_SET];
+
+/* rounds replacements in the set of stamped blocks, each freed block's
+ * stamp checked. */
+static void fork_churn(unsigned seed, unsigned rounds)
+{
+	for (unsigned i = 0; i < rounds; i++) {
+		seed = seed * 1103515245u + 12345u;
+		unsigned k = (seed >> 8) % FORK_SET;
+		unsigned char *p = fork_set[k];
+		if (p != NULL) {
+			for (size_t j = 0; j < fork_len[k]; j++)
+				CHECKF(p[j] == (unsigned char)(k + j),
+				       "block %p (slot %u) overwritten at %zu",
+				       (void *)p, k, j);
+			free(p);
+		}
+		fork_len[k] = 8 + (seed >> 16) % 1500;
+		p = fork_set[k] = malloc(fork_len[k]);
+		CHECK(p != NULL);
+		for (size_t j = 0; j < fork_len[k]; j++)
+			p[j] = (unsigned char)(k + j);
+	}
+}
+
+static void fork_free_all(void)
+{
+	for (unsigned k = 0; k < FORK_SET; k++) {
+		free(fork_set[k]);
+		fork_set[k] = NULL;
+	}
+}
+
+static void fork_keeps_profiler_pages(void)
+{
+	long rate = 0;
+	CHECK(tl_option_get("profile_rate", &rate) == 0 && rate <= 4096);
+	/* the profiler's heap holds pages of many classes, some full */
+	fork_churn(1, 100000);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		alarm(60);
+		fork_churn(2, 400000);
+		fork_free_all();
+		fork_churn(3, 100000);
+		fork_free_all();
+		_exit(0);
+	}
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "child: status %#x", (unsigned)status);
+	fork_churn(4, 100000);
+	fork_free_all();
+}
+
 static const struct test_case cases[] = {
+	TEST_CASE(fork_keeps_profiler_pages),
+	TEST_CASE(young_sized_frees_refused),
 	TEST_CASE(stack_frames_wrong_threads),
 	TEST_CASE(stack_frames_wrong),
 	TEST_CASE(signal_writes_numbered_dumps),
