@@ -380,7 +380,7 @@ static TL_ALWAYS_INLINE void *sample(size_t size, double s,
 	unsigned depth = tl_profile_stack(pc);
 	double count = 1.0 / sample_probability(s / ph->rate);
 	tl_lock_acquire(&tl_prof.lock);
-	void *p = tl_heap_malloc(&tl_profile_blocks, size);
+	void *p = tl_heap_malloc_counted(&tl_profile_blocks, size);
 	if (p != NULL)
 		tl_prof_record_locked(p, (double)size, count, pc, depth);
 	tl_lock_release(&tl_prof.lock);

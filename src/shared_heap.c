@@ -34,7 +34,7 @@ uintptr_t tl_shared_heap_id(void)
 void *tl_shared_malloc(size_t size)
 {
 	tl_lock_acquire(&shared_lock);
-	void *p = tl_heap_malloc(shared_heap_locked(), size);
+	void *p = tl_heap_malloc_counted(shared_heap_locked(), size);
 	tl_lock_release(&shared_lock);
 	return p;
 }

@@ -9,7 +9,16 @@
 
 void *ts_malloc_lock(size_t size)
 {
+#if TL_SECURE
+	/* a user's size: the secure build's canary around it, as malloc */
+	size_t tail = tl_canary_tail();
+	void *p = tail == 0 ? tl_shared_malloc(size)
+			    : tl_canary_set(tl_shared_malloc(
+						    tl_canary_ask(size, tail)),
+					    size, tail);
+#else
 	void *p = tl_shared_malloc(size);
+#endif
 	tl_purger_poll();
 	return p;
 }

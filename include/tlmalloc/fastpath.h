@@ -195,6 +195,14 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 			     size, tail);
 }
 
+/* A heap's malloc of size bytes as the generic path counts them: the
+ * secure build's tail is in size already (for the shared heap and the
+ * profiler's, reached from there). */
+static inline void *tl_heap_malloc_counted(tl_heap *heap, size_t size)
+{
+	return tl_heap_malloc_inner(heap, size);
+}
+
 /* The secure build's malloc of size bytes with its canary, if any. */
 static inline void *tl_malloc_canary(size_t size)
 {
@@ -211,6 +219,11 @@ static inline void *tl_malloc_local(size_t size)
 	if (tl_unlikely(size == 0))
 		return tl_zero_malloc();
 	return tl_malloc_canary(size);
+}
+#else
+static inline void *tl_heap_malloc_counted(tl_heap *heap, size_t size)
+{
+	return tl_heap_malloc(heap, size);
 }
 #endif
 

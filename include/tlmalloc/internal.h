@@ -583,7 +583,9 @@ bool tl_pool_check(void);
 /* ---- the shared heap behind one lock (shared_heap.c) ---- */
 /* The owner id of the shared heap's pages. */
 uintptr_t tl_shared_heap_id(void);
-/* malloc from the shared heap: the lock baseline, and exiting threads. */
+/* malloc from the shared heap: the lock baseline, and exiting threads;
+ * size as the generic path counts it (the secure build's canary tail in
+ * it already). */
 void *tl_shared_malloc(size_t size);
 /* free into the shared heap, under its lock (the lock baseline). */
 void tl_shared_free(void *p);

@@ -100,12 +100,18 @@
  *                                secure_zero_size 0 the byte can be read
  *   zero_size_double_free_missed free(malloc(0)) twice (free(0x...):
  *                                double free)
+ *   late_sized_free_refused      blocks of 1..512 bytes malloc'd in a key
+ *                                destructor after the thread's heap is
+ *                                gone (the shared heap serves them) take a
+ *                                sized free of their size: the canary's
+ *                                tail counted once, not twice
  *   not_secure_library           malloc and free resolve to
  *                                libtlmalloc-secure
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -510,6 +516,39 @@ static void canary_first_byte_zero(void)
 	       "status %d, stdout: %s stderr: %s", st, out, err);
 }
 
+static pthread_key_t late_key;
+
+/* Re-armed for every round of destructors: the later rounds run after
+ * tlmalloc's own destructor took the thread's heap down. */
+static void late_sized_dtor(void *value)
+{
+	uintptr_t round = (uintptr_t)value;
+	for (size_t n = 1; n <= 512; n++) {
+		unsigned char *p = malloc(n);
+		CHECK(p != NULL);
+		memset(p, 0x3c, n);
+		tl_free_sized(p, n);
+	}
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS)
+		CHECK(pthread_setspecific(late_key, (void *)(round + 1)) == 0);
+}
+
+static void *late_sized_thread(void *arg)
+{
+	free(malloc(16));	/* the thread's heap exists */
+	CHECK(pthread_setspecific(late_key, (void *)1) == 0);
+	return arg;
+}
+
+static void late_sized_free_refused(void)
+{
+	CHECK(pthread_key_create(&late_key, late_sized_dtor) == 0);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, late_sized_thread, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(pthread_key_delete(late_key) == 0);
+}
+
 static void canary_option_ignored(void)
 {
 	long v = -1;
@@ -900,6 +939,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(canary_nul_missing),
 	TEST_CASE(canary_first_byte_zero),
 	TEST_CASE(canary_option_ignored),
+	TEST_CASE(late_sized_free_refused),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
 	TEST_CASE(order_not_shuffled),
