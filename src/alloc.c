@@ -70,7 +70,7 @@ void *tl_malloc_slow(size_t size)
 				return block;
 		}
 	}
-	if (tl_unlikely(tl_guarded_span != 0)) {
+	if (tl_unlikely(tl_guarded_on())) {
 		void *g = tl_guarded_malloc(size);
 		if (g != NULL)
 			return g;

@@ -105,6 +105,6 @@ static void on_segv(int sig, siginfo_t *info, void *context)
 void tl_fault_init(void)
 {
 	if ((TL_FREE_PROBES && tl_option(TL_OPT_catch_foreign)) ||
-	    tl_guarded_span != 0)
+	    tl_guarded_on())
 		tl_os_catch_segv(on_segv, &prev_action);
 }

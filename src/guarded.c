@@ -78,7 +78,7 @@ struct slot {
 };
 
 uintptr_t tl_guarded_base;
-size_t tl_guarded_span;
+tl_atomic_uptr tl_guarded_span;
 
 static struct slot slots[GUARDED_SLOTS_MAX];
 static uint32_t slot_count;
@@ -122,7 +122,7 @@ void tl_guarded_init(void)
 		return;
 	}
 	tl_guarded_base = (uintptr_t)base;
-	tl_guarded_span = TL_SEGMENT_SIZE;
+	tl_uptr_store_release(&tl_guarded_span, TL_SEGMENT_SIZE);
 }
 
 /* A FREE slot out of quarantine, now TAKING; NULL if none. */
@@ -137,12 +137,17 @@ static struct slot *take_slot(void)
 			     slot_count;
 		struct slot *s = &slots[i];
 		uint32_t state = SLOT_FREE;
-		if (tl_u32_load_relaxed(&s->state) != SLOT_FREE)
+		if (tl_u32_load_relaxed(&s->state) != SLOT_FREE ||
+		    !tl_u32_cas_strong_acquire(&s->state, &state, SLOT_TAKING))
 			continue;
-		if (s->block != 0 && now - s->freed_at < quarantine)
+		/* Its fields are ours now (the acquire pairs with the release
+		 * of its last free): read before the CAS, another thread's
+		 * writes to them raced with the read (ThreadSanitizer). */
+		if (s->block != 0 && now - s->freed_at < quarantine) {
+			tl_u32_store_release(&s->state, SLOT_FREE);
 			continue;
-		if (tl_u32_cas_strong_acquire(&s->state, &state, SLOT_TAKING))
-			return s;
+		}
+		return s;
 	}
 	return NULL;
 }
@@ -367,5 +372,5 @@ void tl_guarded_stats_get(struct tl_guarded_stats *out)
 	out->live = t > f ? t - f : 0;
 	out->total = t;
 	out->missed = tl_u64_load_relaxed(&missed);
-	out->mapped = tl_guarded_span;
+	out->mapped = tl_uptr_load_relaxed(&tl_guarded_span);
 }

@@ -439,6 +439,11 @@ int tl_os_getpid(void)
 	return (int)getpid();
 }
 
+bool tl_os_is_initial_thread(void)
+{
+	return syscall(SYS_gettid) == getpid();
+}
+
 bool tl_os_catch_signal(int sig, void (*fn)(int))
 {
 	int saved = errno;

@@ -300,7 +300,14 @@ tl_heap *tl_pool_heap_alloc(bool *parked)
 			}
 		}
 	}
-	if (heap != NULL && ++tl_pool.heaps_live >= 2)
+	/* Threaded: a second heap, or a heap of a thread that is not the
+	 * initial one.  A thread can allocate without a heap of its own
+	 * (guarded samples, the shared heap), so a program whose main thread
+	 * had none yet when a worker made one (its first malloc a guarded
+	 * sample) never started the purger, and an exited worker's memory
+	 * stayed (stress.purger_never_starts_guarded). */
+	if (heap != NULL &&
+	    (++tl_pool.heaps_live >= 2 || !tl_os_is_initial_thread()))
 		tl_pool.threaded = true;
 	if (heap != NULL)
 		tl_pool.threads_seen++;

@@ -16,13 +16,22 @@
 #include "tlmalloc/internal.h"
 
 /* The pool: [tl_guarded_base, tl_guarded_base + tl_guarded_span); both 0
- * while guarded sampling is off.  Written by tl_guarded_init only. */
+ * while guarded sampling is off.  Written by tl_guarded_init only, the
+ * span last with release: a thread whose malloc runs while another
+ * initialises (init.c lets it) and sees the span sees the pool's fields
+ * too (the acquire loads below; ThreadSanitizer found the plain ones). */
 extern uintptr_t tl_guarded_base;
-extern size_t tl_guarded_span;
+extern tl_atomic_uptr tl_guarded_span;
+
+static inline bool tl_guarded_on(void)
+{
+	return tl_uptr_load_acquire(&tl_guarded_span) != 0;
+}
 
 static inline bool tl_guarded_holds(const void *p)
 {
-	return (uintptr_t)p - tl_guarded_base < tl_guarded_span;
+	uintptr_t span = tl_uptr_load_acquire(&tl_guarded_span);
+	return (uintptr_t)p - tl_guarded_base < span;
 }
 
 /* At start-up, after the options: map the pool if guarded_rate is on. */

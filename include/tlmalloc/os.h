@@ -114,6 +114,9 @@ bool tl_os_write_all(int fd, const void *buf, size_t len);
 long tl_os_read(int fd, void *buf, size_t len);
 bool tl_os_close(int fd);
 int tl_os_getpid(void);
+/* Whether the caller is the process's initial thread (its id is the
+ * process's). */
+bool tl_os_is_initial_thread(void);
 /* Install fn as the handler of sig (SA_RESTART) if sig has none yet (its
  * action is the default one); false if it has one, or the OS refuses. */
 bool tl_os_catch_signal(int sig, void (*fn)(int));

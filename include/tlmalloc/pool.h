@@ -55,7 +55,9 @@ struct tl_pool {
 	uint64_t given_away;	/* full pages given away (tl_pool_give_away) */
 	uint64_t purged;			/* bytes madvised, in all */
 	uint64_t unmapped;			/* segments unmapped by purges */
-	bool threaded;			/* a second heap was ever made */
+	bool threaded;			/* a second heap was ever made, or
+					   a heap of another thread than
+					   the initial one */
 	bool orphans;			/* fork child: orphaned pages to count */
 };
 
