@@ -75,7 +75,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	tl_pool_fork_child(tl_shared_heap_id());
+	tl_pool_fork_child(tl_shared_heap_id(), tl_profile_heap_id());
 	tl_heap_fork_child();
 	tl_shared_fork_child();
 	tl_profile_fork_child();

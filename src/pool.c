@@ -17,7 +17,6 @@
 #include "tlmalloc/pool.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
-#include "tlmalloc/profile.h"
 
 #define TL_HEAP_AREA TL_SEGMENT_SIZE
 
@@ -385,7 +384,7 @@ void tl_pool_fork_parent(void)
 	tl_lock_release(&tl_pool.lock);
 }
 
-void tl_pool_fork_child(uintptr_t shared)
+void tl_pool_fork_child(uintptr_t shared, uintptr_t profiler)
 {
 	tl_lock_reset(&tl_pool.lock);
 	/* A full list's lock (heap.c) may have been held by a thread that is
@@ -397,5 +396,5 @@ void tl_pool_fork_child(uintptr_t shared)
 		tl_lock_reset(&h->full_lock);
 	/* Only the forking thread lives on; its heap (if any) is the one. */
 	tl_pool.heaps_live = tl_pool.heaps_live > 0 ? 1 : 0;
-	tl_pool_orphan_pages(tl_thread_id(), shared, tl_profile_heap_id());
+	tl_pool_orphan_pages(tl_thread_id(), shared, profiler);
 }

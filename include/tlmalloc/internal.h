@@ -540,7 +540,9 @@ void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
 /* In the child: shared, the shared heap's id, keeps its pages as the
  * forking thread's heap does; every other heap's are orphaned. */
-void tl_pool_fork_child(uintptr_t shared);
+/* shared, profiler: the ids of the shared heap and the heap profiler's,
+ * which live on in the child with their pages. */
+void tl_pool_fork_child(uintptr_t shared, uintptr_t profiler);
 
 #if TL_DEBUG > 0
 /*
