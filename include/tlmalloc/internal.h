@@ -538,10 +538,9 @@ void tl_pool_stats_get(struct tl_pool_stats *out);
 void tl_stats_counted(struct tl_pool_stats *out);
 void tl_pool_fork_prepare(void);
 void tl_pool_fork_parent(void);
-/* In the child: shared, the shared heap's id, keeps its pages as the
- * forking thread's heap does; every other heap's are orphaned. */
-/* shared, profiler: the ids of the shared heap and the heap profiler's,
- * which live on in the child with their pages. */
+/* In the child: the shared heap (id shared) and the heap profiler's (id
+ * profiler) keep their pages as the forking thread's heap does, for they
+ * live on; every other heap's are orphaned. */
 void tl_pool_fork_child(uintptr_t shared, uintptr_t profiler);
 
 #if TL_DEBUG > 0
