@@ -335,8 +335,8 @@ void tl_pool_purge_abandoned(tl_page *todo)
  * threads' heaps owned (not the forking thread's, not the shared heap's,
  * not the heap profiler's: those heaps live on) are marked orphaned by
  * tl_pool_fork_child, before any new thread could be given a dead one's
- * thread pointer for its id; frees into them go the
- * way of abandoned pages (thread_free).  Here, at the first page taken or
+ * thread pointer for its id; frees into them go the way of abandoned
+ * pages (thread_free).  Here, at the first page taken or
  * purge after the fork, they are counted and become abandoned pages, or
  * free ones if empty, so blocks the child frees there are reused.  The
  * counting is not done in the fork handler, so a child that only execs
