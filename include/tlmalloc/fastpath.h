@@ -152,6 +152,15 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 	return tl_malloc_generic(heap, size);
 }
 
+/* A heap's malloc of size bytes as the generic path counts them, for the
+ * heaps it hands a request to (the shared heap, the profiler's): the
+ * secure build's tail is in size already, so this is the inner version
+ * there (defined here, where tl_heap_malloc names it in every build). */
+static inline void *tl_heap_malloc_counted(tl_heap *heap, size_t size)
+{
+	return tl_heap_malloc(heap, size);
+}
+
 /*
  * Pop a block of a heap's current page for its size: the owner's latest
  * free first (local_free), else free; NULL when both are empty
@@ -195,14 +204,6 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 			     size, tail);
 }
 
-/* A heap's malloc of size bytes as the generic path counts them: the
- * secure build's tail is in size already (for the shared heap and the
- * profiler's, reached from there). */
-static inline void *tl_heap_malloc_counted(tl_heap *heap, size_t size)
-{
-	return tl_heap_malloc_inner(heap, size);
-}
-
 /* The secure build's malloc of size bytes with its canary, if any. */
 static inline void *tl_malloc_canary(size_t size)
 {
@@ -219,11 +220,6 @@ static inline void *tl_malloc_local(size_t size)
 	if (tl_unlikely(size == 0))
 		return tl_zero_malloc();
 	return tl_malloc_canary(size);
-}
-#else
-static inline void *tl_heap_malloc_counted(tl_heap *heap, size_t size)
-{
-	return tl_heap_malloc(heap, size);
 }
 #endif
 
