@@ -54,6 +54,10 @@
 #define TL_HEAP_EMPTY_CACHE 4
 /* Full pages looked at before a new page is taken (heap_check_full). */
 #define TL_HEAP_FULL_CHECK 8
+/* A head that has handed out this share of its blocks (1/n) since it
+ * became the head gives way to a lower page back from the full list
+ * (page_takes_head). */
+#define TL_HEAD_SERVED_DIV 8
 
 tl_atomic_u32 tl_heap_pressure;
 
@@ -117,11 +121,17 @@ static bool class_is_young(const tl_heap *heap, unsigned cls)
 
 /*
  * Point the direct slots of class cls at the head of its queue; the top of
- * a young group takes the slots of the whole group.
+ * a young group takes the slots of the whole group.  Called whenever the
+ * head changes, so it also notes the new head's count of blocks handed
+ * out (for page_takes_head).
  */
 static void heap_set_direct(tl_heap *heap, unsigned cls)
 {
 	uint32_t size = tl_class_size[cls];
+#if TL_COUNTS
+	if (heap->queue[cls].first != NULL)
+		heap->head_allocs[cls] = (uint32_t)heap->queue[cls].first->allocs;
+#endif
 	if (size > TL_DIRECT_MAX)
 		return;
 	unsigned first = cls;
@@ -547,9 +557,40 @@ void tl_heap_full_release(tl_heap *heap)
 	full_unlock(heap);
 }
 
+/*
+ * Whether page, back from the full list by its owner's free, becomes its
+ * queue's head (design.md, "Which page a round starts on"): it lies below
+ * the head in memory, and the head has handed out an eighth of its blocks
+ * since it became the head.  A thread that allocates a round of blocks and
+ * frees them all then starts its next round on the page its last one
+ * started on, and uses the same pages in the same order, their blocks
+ * still in the cache; at the back of the queue, that page would wait
+ * behind the page the round ended on and that page's older blocks, and
+ * each round would use a different part of the class's blocks.  The
+ * eighth keeps a head that has just come back with a few blocks (frees
+ * and mallocs interleaved, as a server's) from giving way to a page with
+ * one free block, which would run dry at the next malloc.  The fast
+ * variant counts no allocations: its pages go to the back.
+ */
+static bool page_takes_head(const tl_heap *heap, const tl_page *head,
+			    const tl_page *page)
+{
+#if TL_COUNTS
+	return head != NULL && (uintptr_t)page < (uintptr_t)head &&
+	       (uint32_t)head->allocs - heap->head_allocs[page->size_class] >=
+		       head->reserved / TL_HEAD_SERVED_DIV;
+#else
+	(void)heap;
+	(void)head;
+	(void)page;
+	return false;
+#endif
+}
+
 /* The owner freed into its page flagged full (free.c, under
- * tl_heap_full_hold): back to its queue.  The sweep's case, frees from
- * other threads, is heap_unfull_remote. */
+ * tl_heap_full_hold): back to its queue, as its head or at the back
+ * (page_takes_head).  The sweep's case, frees from other threads, is
+ * heap_unfull_remote. */
 void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 {
 	tl_assert(tl_uptr_load_relaxed(&page->owner) ==
@@ -557,7 +598,14 @@ void tl_heap_page_unfull(tl_heap *heap, tl_page *page)
 	full_remove(heap, page);
 	page_set_owner(page, heap, 0);
 	full_unlock(heap);
-	queue_push_back(heap, &heap->queue[page->size_class], page);
+	tl_page_list *q = &heap->queue[page->size_class];
+	if (page_takes_head(heap, q->first, page)) {
+		tl_page_count_avail(q->first);	/* no head now: counted */
+		tl_list_push_front(q, page);
+		heap_set_direct(heap, page->size_class);
+		return;
+	}
+	queue_push_back(heap, q, page);
 }
 
 /* Return every empty page the heap caches to the pool. */

@@ -62,8 +62,9 @@
 #endif
 /*
  * Allocations counted per page (tl_page.allocs, one add on malloc's fast
- * path) for the statistics' allocations and frees per size class: on but
- * in the fast variant (TL_COUNTS=0).
+ * path) for the statistics' allocations and frees per size class, and for
+ * which page of a class serves next (heap.c, page_takes_head): on but in
+ * the fast variant (TL_COUNTS=0).
  */
 #ifndef TL_COUNTS
 #define TL_COUNTS 1
@@ -141,8 +142,9 @@ enum tl_page_kind { TL_PAGE_SMALL, TL_PAGE_MEDIUM, TL_PAGE_HUGE };
  * the blocks handed out, allocs, for the statistics).  avail is the
  * length of free as of the last count, exact for every page but the head
  * of its class queue, whose free list malloc pops without counting.  A
- * head page leaves the queue only once free is empty, so avail is exact
- * again then.  local_free and thread_free are counted when collected
+ * head stops being the head once free is empty, so avail is exact again
+ * then, or is counted when a page takes its place (heap.c,
+ * page_takes_head).  local_free and thread_free are counted when collected
  * (tl_page_collect), which walks them once: amortised O(1) a block.  So
  * for a page that is not a queue head, blocks in use = capacity - avail -
  * (uncollected frees), and after a collect, capacity == avail means the
@@ -189,7 +191,8 @@ typedef struct tl_page {
 	uint8_t *start;		/* first block */
 	/* owner: blocks handed out since the page was formatted for its class
 	 * (TL_COUNTS); the statistics read it (relaxed), tl_page_retire_counts
-	 * adds it to its class's total when the page changes class or goes */
+	 * adds it to its class's total when the page changes class or goes,
+	 * and its heap reads it when the page is its class's head */
 	uint64_t allocs;
 	/*
 	 * Second cache line: what every free reads, written only when the
@@ -334,6 +337,11 @@ struct tl_heap {
 	/* Pages of the full list given away since the owner last looked
 	 * (pages_owned is the owner's to lower) */
 	tl_atomic_u32 donated;
+#if TL_COUNTS
+	/* Per class: its head's allocs when it became the head (heap.c,
+	 * page_takes_head). */
+	uint32_t head_allocs[TL_CLASSES];
+#endif
 #if TL_SECURE
 	/* The quarantine's ring of freed blocks (quarantine.c). */
 	struct tl_block *quarantine[TL_QUARANTINE_MAX];

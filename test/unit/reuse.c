@@ -11,6 +11,18 @@
  *                                 size (64 bytes), a small page's size
  *                                 above the table (4000) and a medium
  *                                 page's (20000)
+ *   round_not_started_on_first_page
+ *                                 a round of 1 KiB blocks over three
+ *                                 pages, freed in the order allocated: the
+ *                                 next malloc's block is not in the lowest
+ *                                 of the pages (the one the round started
+ *                                 on; the head the round ended on gave way
+ *                                 to it: heap.c, page_takes_head)
+ *   head_given_to_page_with_one_free
+ *                                 a head that has handed out one block
+ *                                 since it became the head gives way to a
+ *                                 lower page back from the full list with
+ *                                 one free block (the eighth of page_takes_head)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -53,10 +65,95 @@ static void latest_free_not_reused_first(void)
 	CHECK(pthread_join(t, NULL) == 0);
 }
 
+enum { ROUND_SIZE = 1024, ROUND_MAX = 512 };
+
+/* The 64 KiB slice (a small page) that holds p. */
+static uintptr_t page_of(const void *p)
+{
+	return (uintptr_t)p >> 16;
+}
+
+/* Allocates 1 KiB blocks into p until n of them are on a third page (the
+ * head then), the first two full; returns the count. */
+static int fill_pages(void **p, int on_third)
+{
+	int n = 0, pages = 1;
+	for (; n < ROUND_MAX; n++) {
+		p[n] = malloc(ROUND_SIZE);
+		CHECK(p[n] != NULL);
+		memset(p[n], n, ROUND_SIZE);
+		if (n > 0 && page_of(p[n]) != page_of(p[n - 1]))
+			pages++;
+		if (pages == 3)
+			break;
+	}
+	CHECKF(pages == 3, "%d blocks of %d bytes stayed on %d pages",
+	       ROUND_MAX, ROUND_SIZE, pages);
+	for (int i = 1; i < on_third; i++) {
+		p[++n] = malloc(ROUND_SIZE);
+		CHECK(p[n] != NULL && page_of(p[n]) == page_of(p[n - 1]));
+	}
+	return n + 1;
+}
+
+static void *round_body(void *arg)
+{
+	void *p[ROUND_MAX + 64];
+	(void)arg;
+	int n = fill_pages(p, 32);
+	uintptr_t first = page_of(p[0]), last = page_of(p[n - 1]);
+	if (first > last)
+		return NULL;	/* pages not in address order: no case */
+	for (int i = 0; i < n; i++)
+		free(p[i]);
+	void *q = malloc(ROUND_SIZE);
+	CHECKF(page_of(q) == first,
+	       "round on pages %#lx..%#lx: the next block %p is on page %#lx",
+	       (unsigned long)first, (unsigned long)last, q,
+	       (unsigned long)page_of(q));
+	free(q);
+	return NULL;
+}
+
+static void round_not_started_on_first_page(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, round_body, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
+static void *one_free_body(void *arg)
+{
+	void *p[ROUND_MAX + 64];
+	(void)arg;
+	int n = fill_pages(p, 1);
+	uintptr_t first = page_of(p[0]), last = page_of(p[n - 1]);
+	if (first > last)
+		return NULL;	/* pages not in address order: no case */
+	free(p[0]);	/* the first page, full, back with one free block */
+	void *q = malloc(ROUND_SIZE);
+	CHECKF(page_of(q) == last,
+	       "the head (page %#lx) gave way to page %#lx: block %p",
+	       (unsigned long)last, (unsigned long)first, q);
+	free(q);
+	for (int i = 1; i < n; i++)
+		free(p[i]);
+	return NULL;
+}
+
+static void head_given_to_page_with_one_free(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, one_free_body, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
 		TEST_CASE(latest_free_not_reused_first),
+		TEST_CASE(round_not_started_on_first_page),
+		TEST_CASE(head_given_to_page_with_one_free),
 	};
 	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }
