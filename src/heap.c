@@ -569,8 +569,11 @@ void tl_heap_full_release(tl_heap *heap)
  * each round would use a different part of the class's blocks.  The
  * eighth keeps a head that has just come back with a few blocks (frees
  * and mallocs interleaved, as a server's) from giving way to a page with
- * one free block, which would run dry at the next malloc.  The fast
- * variant counts no allocations: its pages go to the back.
+ * one free block, which would run dry at the next malloc.  The old head
+ * is counted (tl_page_count_avail walks its free list): at most its
+ * page's blocks, after an eighth of them were handed out, so at most 8
+ * steps a block.  The fast variant counts no allocations: its pages go to
+ * the back.
  */
 static bool page_takes_head(const tl_heap *heap, const tl_page *head,
 			    const tl_page *page)
