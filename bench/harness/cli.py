@@ -39,7 +39,7 @@ from .programs import Program
 from .records import (FastpathPass, MissingCell, Plots, Results, Run,
                       SecurityPass, StracePass, StraceRow, WorkloadEntry)
 from .runner import Measured, judge, run_measured
-from .schedule import Cell, Progress, interleave
+from .schedule import Cell, Progress, group_cells, interleave, once_cells
 from .workloads import Mode, Workload
 
 REPO = Path(__file__).absolute().parents[2]
@@ -299,11 +299,15 @@ def run_record(cell: Cell, rep: int, job: Job, timeout: float,
 
 def run_all(jobs: Jobs, args: Options,
             progress: Progress) -> tuple[list[Run], bool]:
-    """Every job args.reps times (a slow cell once); returns (runs,
+    """Every job args.reps times (a slow cell once: schedule.once_cells,
+    decided when its point's first runs are in); returns (runs,
     interrupted)."""
     order = interleave(list(jobs), args.reps)
     runs: list[Run] = []
     once: set[Cell] = set()
+    points = {(c.workload, c.point): len(group)
+              for group in group_cells(list(jobs)) for c in group}
+    first: dict[tuple[str, str], dict[Cell, float]] = {}
     try:
         for index, (rep, cell) in enumerate(order):
             if cell in once:
@@ -312,10 +316,14 @@ def run_all(jobs: Jobs, args: Options,
             progress.start(rep, args.reps, cell)
             run = run_record(cell, rep, job, args.timeout)
             runs.append(run)
-            slow_rule = args.slow and (job.program is None or
-                                       args.slow_programs)
-            if slow_rule and rep == 0 and run.wall > args.slow:
-                once.add(cell)
+            point = (cell.workload, cell.point)
+            if args.slow and rep == 0:
+                walls = first.setdefault(point, {})
+                walls[cell] = run.wall
+                if len(walls) == points[point]:
+                    once |= {c for c in once_cells(walls, args.slow)
+                             if jobs[c].program is None or
+                             args.slow_programs}
             left = [c for _, c in order[index + 1:] if c not in once]
             progress.finish(cell, run.wall, run.ok, run.reason, left)
     except KeyboardInterrupt:

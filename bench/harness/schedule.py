@@ -43,6 +43,28 @@ def interleave(cells: Iterable[Cell], reps: int) -> list[tuple[int, Cell]]:
     return order
 
 
+def once_cells(first_walls: dict[Cell, float], slow: float,
+               keep: str = "tlmalloc") -> set[Cell]:
+    """The cells of one point whose later repetitions are skipped.
+
+    `first_walls` holds the first run's wall seconds of every cell of the
+    point (one workload point, every allocator).  A cell slower than
+    `slow` runs once, unless most of the point's cells are but not all: a
+    burst of load on the shared machine slows most allocators of a point
+    alike, and one slow run of one allocator must not stand against
+    another's median of calm ones (then every cell runs every
+    repetition).  When all are slow, all run once, on an equal footing.
+    `keep`, the library the report is about, runs every repetition
+    unless all do run once.
+    """
+    slow_cells = {c for c, wall in first_walls.items() if wall > slow}
+    if len(slow_cells) == len(first_walls):
+        return slow_cells
+    if 2 * len(slow_cells) > len(first_walls):
+        return set()
+    return {c for c in slow_cells if c.allocator != keep}
+
+
 def format_duration(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     if seconds < 60:

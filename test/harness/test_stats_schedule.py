@@ -5,7 +5,7 @@ import pytest
 
 from bench.harness.records import Run
 from bench.harness.schedule import (Cell, Estimator, Progress,
-                                    format_duration, interleave)
+                                    format_duration, interleave, once_cells)
 from bench.harness.stats import median, summarize
 
 
@@ -75,6 +75,34 @@ def test_interleave_rounds_and_rotation():
     assert firsts == ["a", "b", "c"]
     assert [c.allocator for _, c in order[6:9]] == ["b", "c", "a"]
     assert {c.point for _, c in order[6:9]} == {"p1"}
+
+
+def first_walls(walls):
+    return {Cell("w", "p", a): wall for a, wall in walls.items()}
+
+
+def test_slow_cells_of_a_calm_point_run_once():
+    walls = first_walls({"tlmalloc": 0.2, "glibc": 3.0, "musl": 30.0,
+                         "tcmalloc": 0.3, "jemalloc": 0.2})
+    assert {c.allocator for c in once_cells(walls, 2.0)} == {"glibc", "musl"}
+
+
+def test_tlmalloc_slow_alone_runs_every_repetition():
+    walls = first_walls({"tlmalloc": 2.5, "glibc": 0.3, "tcmalloc": 0.3})
+    assert once_cells(walls, 2.0) == set()
+
+
+def test_a_burst_over_most_of_a_point_keeps_every_repetition():
+    # most allocators slowed alike, two not: no one-run cell stands
+    # against the others' medians
+    walls = first_walls({"tlmalloc": 3.1, "glibc": 2.6, "tcmalloc": 2.2,
+                         "jemalloc": 2.3, "snmalloc": 1.8, "musl": 0.9})
+    assert once_cells(walls, 2.0) == set()
+
+
+def test_a_point_all_slow_runs_once_all_of_it():
+    walls = first_walls({"tlmalloc": 3.0, "glibc": 2.5})
+    assert once_cells(walls, 2.0) == set(walls)
 
 
 def test_estimator_falls_back():
