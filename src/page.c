@@ -39,9 +39,17 @@ void tl_page_retire_counts(tl_page *page)
 	__atomic_store_n(&page->allocs, 0, __ATOMIC_RELAXED);
 }
 
-/* Carve at most this many bytes of fresh blocks at a time. */
+/*
+ * Carve at most this many bytes of fresh blocks at a time (an OS page),
+ * and one block at least: a block above 1 KiB is carved alone or with one
+ * or two others.  Carving writes each block's link and mark, so every
+ * block carved is an OS page touched for blocks of 4 KiB and up; four at
+ * a time (as before) left a thread that holds one or two blocks of each
+ * larger class with three OS pages a class it never used
+ * (docs/measurements.md, "Larger blocks carved one at a time").
+ */
 #define TL_EXTEND_BYTES 4096
-#define TL_EXTEND_MIN_BLOCKS 4
+#define TL_EXTEND_MIN_BLOCKS 1
 
 void tl_page_format(tl_page *page, unsigned cls)
 {

@@ -10,7 +10,12 @@
  *                                 freed ones, newest first: a direct-table
  *                                 size (64 bytes), a small page's size
  *                                 above the table (4000) and a medium
- *                                 page's (20000)
+ *                                 page's (20000).  The older free blocks
+ *                                 are other threads' frees, which malloc
+ *                                 collects into the page's free list when
+ *                                 it has no block left (larger blocks are
+ *                                 carved one at a time: no carved block
+ *                                 is left over)
  *   round_not_started_on_first_page
  *                                 a round of 1 KiB blocks over three
  *                                 pages, freed in the order allocated: the
@@ -31,7 +36,17 @@
 
 #include "check.h"
 
-enum { BLOCKS = 6 };	/* fewer than a carve leaves: free is not empty */
+enum { BLOCKS = 6 };
+
+/* Another thread's frees of p[0], p[2] and p[3]. */
+static void *free_three(void *arg)
+{
+	void **p = arg;
+	free(p[0]);
+	free(p[2]);
+	free(p[3]);
+	return NULL;
+}
 
 static void *latest_body(void *arg)
 {
@@ -39,21 +54,28 @@ static void *latest_body(void *arg)
 	(void)arg;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		void *p[BLOCKS];
+		pthread_t t;
 		for (int i = 0; i < BLOCKS; i++) {
 			p[i] = malloc(sizes[s]);
 			CHECK(p[i] != NULL);
 			memset(p[i], i, sizes[s]);
 		}
+		CHECK(pthread_create(&t, NULL, free_three, p) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+		/* a block carved before, or (none left) one of those three:
+		 * the two others wait on the page's free list */
+		void *q = malloc(sizes[s]);
+		CHECK(q != NULL);
 		free(p[1]);
 		free(p[4]);
 		void *a = malloc(sizes[s]), *b = malloc(sizes[s]);
 		CHECKF(a == p[4] && b == p[1],
 		       "size %zu: freed %p then %p, got back %p then %p",
 		       sizes[s], p[1], p[4], a, b);
-		p[1] = b;
-		p[4] = a;
-		for (int i = 0; i < BLOCKS; i++)
-			free(p[i]);
+		free(q);
+		free(a);
+		free(b);
+		free(p[5]);
 	}
 	return NULL;
 }

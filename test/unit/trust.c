@@ -542,11 +542,14 @@ static void abandoned_free_blocks_resident(void)
 	size_t left = freed_pages_resident();
 	CHECKF(left == 0, "freed blocks of an exited thread: %zu pages still "
 	       "resident after a purge", left);
-	/* The statistics do not count them as held any more. */
+	/* The statistics do not count them as held any more (with a few OS
+	 * pages of slack: the main thread may have carved a new class's
+	 * first blocks meanwhile, a 512-byte one in one such run). */
 	struct tl_stats st;
 	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
 	uint64_t given = (MEDIUM_BLOCKS - 1) * (uint64_t)(MEDIUM_SIZE - ps);
-	CHECKF(st.held + given <= held_before_exit, "held %" PRIu64 " KiB "
+	CHECKF(st.held + given <= held_before_exit + 4 * ps,
+	       "held %" PRIu64 " KiB "
 	       "before the exit, %" PRIu64 " KiB after", held_before_exit >> 10,
 	       st.held >> 10);
 contents:
