@@ -95,9 +95,13 @@ static uintptr_t page_of(const void *p)
 	return (uintptr_t)p >> 16;
 }
 
-/* Allocates 1 KiB blocks into p until n of them are on a third page (the
- * head then), the first two full; returns the count. */
-static int fill_pages(void **p, int on_third)
+/* Allocates 1 KiB blocks into p until on_third of them are on a third
+ * page (the head then), the first two full; returns the count, and the
+ * first and the last page.  The pages come from a fresh segment in
+ * address order, which both cases need (the page back from the full list
+ * must lie below the head). */
+static int fill_pages(void **p, int on_third, uintptr_t *first,
+		      uintptr_t *last)
 {
 	int n = 0, pages = 1;
 	for (; n < ROUND_MAX; n++) {
@@ -115,17 +119,19 @@ static int fill_pages(void **p, int on_third)
 		p[++n] = malloc(ROUND_SIZE);
 		CHECK(p[n] != NULL && page_of(p[n]) == page_of(p[n - 1]));
 	}
+	*first = page_of(p[0]);
+	*last = page_of(p[n]);
+	CHECKF(*first < *last, "pages %#lx then %#lx: not in address order",
+	       (unsigned long)*first, (unsigned long)*last);
 	return n + 1;
 }
 
 static void *round_body(void *arg)
 {
 	void *p[ROUND_MAX + 64];
+	uintptr_t first, last;
 	(void)arg;
-	int n = fill_pages(p, 32);
-	uintptr_t first = page_of(p[0]), last = page_of(p[n - 1]);
-	if (first > last)
-		return NULL;	/* pages not in address order: no case */
+	int n = fill_pages(p, 32, &first, &last);
 	for (int i = 0; i < n; i++)
 		free(p[i]);
 	void *q = malloc(ROUND_SIZE);
@@ -147,11 +153,9 @@ static void round_not_started_on_first_page(void)
 static void *one_free_body(void *arg)
 {
 	void *p[ROUND_MAX + 64];
+	uintptr_t first, last;
 	(void)arg;
-	int n = fill_pages(p, 1);
-	uintptr_t first = page_of(p[0]), last = page_of(p[n - 1]);
-	if (first > last)
-		return NULL;	/* pages not in address order: no case */
+	int n = fill_pages(p, 1, &first, &last);
 	free(p[0]);	/* the first page, full, back with one free block */
 	void *q = malloc(ROUND_SIZE);
 	CHECKF(page_of(q) == last,
