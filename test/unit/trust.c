@@ -544,7 +544,7 @@ static void abandoned_free_blocks_resident(void)
 	       "resident after a purge", left);
 	/* The statistics do not count them as held any more (with a few OS
 	 * pages of slack: the main thread may have carved a new class's
-	 * first blocks meanwhile, a 512-byte one in one such run). */
+	 * first blocks meanwhile). */
 	struct tl_stats st;
 	CHECK(tl_stats_get(&st, sizeof(st)) == sizeof(st));
 	uint64_t given = (MEDIUM_BLOCKS - 1) * (uint64_t)(MEDIUM_SIZE - ps);
