@@ -8,7 +8,8 @@
  * of each queue is what the fast path allocates from (heap->direct).  A page
  * found with no free block moves to the full list, flagged in its owner
  * word, so that the owner's next free into it takes the generic path and
- * brings it back.  The fast paths keep no free counts (see tl_page in
+ * brings it back (to the back of its queue, or as its head when it lies
+ * below the head: page_takes_head).  The fast paths keep no free counts (see tl_page in
  * types.h; malloc counts only the blocks handed out, for the statistics):
  * the sweep, run before the heap takes new pages, counts the frees of the
  * other pages, gives empty ones back (up to TL_HEAP_EMPTY_CACHE stay cached,
