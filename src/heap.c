@@ -9,9 +9,9 @@
  * found with no free block moves to the full list, flagged in its owner
  * word, so that the owner's next free into it takes the generic path and
  * brings it back (to the back of its queue, or as its head when it lies
- * below the head: page_takes_head).  The fast paths keep no free counts (see tl_page in
- * types.h; malloc counts only the blocks handed out, for the statistics):
- * the sweep, run before the heap takes new pages, counts the frees of the
+ * below the head: page_takes_head).  The fast paths keep no free counts
+ * (see tl_page in types.h; malloc counts only the blocks handed out, for
+ * the statistics): the sweep, run before the heap takes new pages, counts the frees of the
  * other pages, gives empty ones back (up to TL_HEAP_EMPTY_CACHE stay cached,
  * the rest go to the pool) and brings back full pages that other threads
  * freed into.  A queue head is never given back: no thrash on malloc/free
@@ -129,9 +129,10 @@ static bool class_is_young(const tl_heap *heap, unsigned cls)
 static void heap_set_direct(tl_heap *heap, unsigned cls)
 {
 	uint32_t size = tl_class_size[cls];
+	tl_page *page = heap->queue[cls].first;
 #if TL_COUNTS
-	if (heap->queue[cls].first != NULL)
-		heap->head_allocs[cls] = (uint32_t)heap->queue[cls].first->allocs;
+	if (page != NULL)
+		heap->head_allocs[cls] = (uint32_t)page->allocs;
 #endif
 	if (size > TL_DIRECT_MAX)
 		return;
@@ -141,7 +142,6 @@ static void heap_set_direct(tl_heap *heap, unsigned cls)
 			return;	/* its slots are the top's */
 		first = cls - 3;
 	}
-	tl_page *page = heap->queue[cls].first;
 	/* the group's sizes come to its head, through the slots or (with
 	 * the profiler on) its proxy: a sized free of them must pass */
 	if (page != NULL && first != cls)
