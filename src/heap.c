@@ -11,11 +11,11 @@
  * brings it back (to the back of its queue, or as its head when it lies
  * below the head: page_takes_head).  The fast paths keep no free counts
  * (see tl_page in types.h; malloc counts only the blocks handed out, for
- * the statistics): the sweep, run before the heap takes new pages, counts the frees of the
- * other pages, gives empty ones back (up to TL_HEAP_EMPTY_CACHE stay cached,
- * the rest go to the pool) and brings back full pages that other threads
- * freed into.  A queue head is never given back: no thrash on malloc/free
- * loops.
+ * the statistics): the sweep, run before the heap takes new pages, counts
+ * the frees of the other pages, gives empty ones back (up to
+ * TL_HEAP_EMPTY_CACHE stay cached, the rest go to the pool) and brings
+ * back full pages that other threads freed into.  A queue head is never
+ * given back: no thrash on malloc/free loops.
  *
  * Young groups: the classes the direct table serves come in five groups of
  * four (16-64, 80-128, 160-256, 320-512, 640-1024 bytes).  While a group is
