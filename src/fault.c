@@ -102,7 +102,7 @@ static void on_segv(int sig, siginfo_t *info, void *context)
 
 /* After tl_guarded_init: the handler is wanted for the probes or for the
  * guarded pool. */
-void tl_fault_init(void)
+TL_EVERY_PROCESS void tl_fault_init(void)
 {
 	if ((TL_FREE_PROBES && tl_option(TL_OPT_catch_foreign)) ||
 	    tl_guarded_on())

@@ -102,7 +102,7 @@ static size_t usable_of(size_t size)
 			 : (size + TL_MIN_ALIGN - 1) & ~(size_t)(TL_MIN_ALIGN - 1);
 }
 
-void tl_guarded_init(void)
+TL_EVERY_PROCESS void tl_guarded_init(void)
 {
 	if (tl_option(TL_OPT_guarded_rate) == 0)
 		return;

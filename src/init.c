@@ -83,6 +83,41 @@ static void fork_child(void)
 	tl_u32_store_relaxed(&tl_purger_wanted, 0);
 }
 
+/*
+ * glibc's atexit and pthread_atfork are stubs in libc_nonshared.a over
+ * __cxa_atexit and __register_atfork, linked after all of the library's
+ * code: called directly, start-up touches none of the code at the end
+ * (design.md, "What a preload costs").
+ */
+#if defined(__GLIBC__)
+extern void *__dso_handle;
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+int __register_atfork(void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void), void *dso);
+#define AT_EXIT(fn) __cxa_atexit(fn, NULL, __dso_handle)
+#define AT_FORK(prepare, parent, child) \
+	__register_atfork(prepare, parent, child, __dso_handle)
+#define EXIT_ARG void *arg
+#define EXIT_ARG_UNUSED (void)arg
+#else
+#define AT_EXIT(fn) atexit(fn)
+#define AT_FORK(prepare, parent, child) pthread_atfork(prepare, parent, child)
+#define EXIT_ARG void
+#define EXIT_ARG_UNUSED
+#endif
+
+static void exit_profile(EXIT_ARG)
+{
+	EXIT_ARG_UNUSED;
+	tl_profile_at_exit();	/* does nothing unless it profiled */
+}
+
+static void exit_stats(EXIT_ARG)
+{
+	EXIT_ARG_UNUSED;
+	tl_stats_print();
+}
+
 void tl_process_init(void)
 {
 	uint32_t state = INIT_NONE;
@@ -98,12 +133,24 @@ void tl_process_init(void)
 	tl_segment_shadow_objects();
 	tl_guarded_init();
 	tl_fault_init();
-	atexit(tl_profile_at_exit);	/* does nothing unless it profiled */
+	AT_EXIT(exit_profile);
 	if (tl_option(TL_OPT_show_stats))
-		atexit(tl_stats_print);
+		AT_EXIT(exit_stats);
 	pthread_key_create(&heap_key, thread_exit);
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	AT_FORK(fork_prepare, fork_parent, fork_child);
 	tl_u32_store_release(&init_state, INIT_DONE);
+}
+
+/*
+ * The library's DT_FINI (-Wl,-fini=tl_fini, src/CMakeLists.txt) instead
+ * of _fini, which the link puts after all the code (and does nothing: the
+ * destructors run from .fini_array): the exit of every process then
+ * touches no page of the rarely run code (design.md, "What a preload
+ * costs").
+ */
+TL_EVERY_PROCESS void tl_fini(void);
+TL_EVERY_PROCESS void tl_fini(void)
+{
 }
 
 __attribute__((constructor)) static void tl_constructor(void)

@@ -153,7 +153,7 @@ off:
 
 static void on_signal(int sig);
 
-void tl_profile_init(void)
+TL_EVERY_PROCESS void tl_profile_init(void)
 {
 	long sig = tl_option(TL_OPT_profile_signal);
 	if (sig != 0 && !tl_os_catch_signal((int)sig, on_signal)) {
@@ -214,7 +214,7 @@ void tl_prof_dump_pending(void)
  * set the profiler up (a child of fork writes its own only when FILE has
  * %p).  Registered at start-up (init.c) whether or not profiling is on.
  */
-void tl_profile_at_exit(void)
+TL_EVERY_PROCESS void tl_profile_at_exit(void)
 {
 	char path[PROF_PATH_MAX];
 	tl_lock_acquire(&tl_prof.lock);
@@ -232,17 +232,17 @@ void tl_profile_at_exit(void)
 
 /* ---- fork ---- */
 
-void tl_profile_fork_prepare(void)
+TL_EVERY_PROCESS void tl_profile_fork_prepare(void)
 {
 	tl_lock_acquire(&tl_prof.lock);
 }
 
-void tl_profile_fork_parent(void)
+TL_EVERY_PROCESS void tl_profile_fork_parent(void)
 {
 	tl_lock_release(&tl_prof.lock);
 }
 
-void tl_profile_fork_child(void)
+TL_EVERY_PROCESS void tl_profile_fork_child(void)
 {
 	tl_lock_reset(&tl_prof.lock);
 	tl_lock_reset(&tl_profile_blocks.full_lock);

@@ -20,6 +20,15 @@
 
 #define TL_NOINLINE __attribute__((noinline))
 #define TL_ALWAYS_INLINE inline __attribute__((always_inline))
+/*
+ * A function of a file the link puts among the rarely run code (the
+ * profiler's, the statistics', guarded sampling's: src/CMakeLists.txt)
+ * that every process runs all the same (start-up, exit, fork): marked hot,
+ * it goes to .text.hot, which the linker puts before the rest of the code,
+ * so a process touches only the first part of the library's code
+ * (design.md, "What a preload costs").
+ */
+#define TL_EVERY_PROCESS __attribute__((hot))
 #define tl_likely(x) __builtin_expect(!!(x), 1)
 #define tl_unlikely(x) __builtin_expect(!!(x), 0)
 
