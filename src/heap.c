@@ -59,6 +59,9 @@
  * became the head gives way to a lower page back from the full list
  * (page_takes_head). */
 #define TL_HEAD_SERVED_DIV 8
+/* A dry head gives way to the page behind it with this share (1/n) of
+ * its blocks free (head_yields). */
+#define TL_HEAD_YIELD_DIV 8
 
 tl_atomic_u32 tl_heap_pressure;
 
@@ -253,9 +256,31 @@ static void heap_retire(tl_heap *heap, tl_page *page)
 }
 
 /*
+ * A dry head that could carve fresh blocks goes to the back of its queue
+ * instead when the page behind it, its frees collected and counted, has
+ * an eighth of its blocks free: memory already touched before new
+ * (design.md, "Which page a round starts on").  A page behind with fewer
+ * keeps them for later: handing the head to it would run it dry again at
+ * once (server: design.md, the same section).
+ */
+static bool head_yields(tl_page_list *q, tl_page *head)
+{
+	tl_page *next = head->next;
+	if (next == NULL || head->capacity == head->reserved)
+		return false;
+	tl_page_collect(next);
+	if (next->avail == 0 || next->avail < next->capacity / TL_HEAD_YIELD_DIV)
+		return false;
+	tl_list_remove(q, head);
+	tl_list_push_back(q, head);
+	return true;
+}
+
+/*
  * The head of queue cls has a free block, or the queue is empty.  The head
  * runs dry only here: its uncounted pops are all gone (avail = 0), then it
- * collects its frees, carves fresh blocks, or moves to the full list.
+ * collects its frees, goes behind the page after it (head_yields), carves
+ * fresh blocks, or moves to the full list.
  */
 static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 {
@@ -265,6 +290,8 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 		if (page->free != NULL || tl_page_collect_head(page))
 			break;
 		tl_page_set_avail(page, 0);	/* exact again: free is empty */
+		if (head_yields(q, page))
+			continue;
 		if (tl_page_extend(page))
 			break;
 		tl_list_remove(q, page);

@@ -28,6 +28,11 @@
  *                                 since it became the head gives way to a
  *                                 lower page back from the full list with
  *                                 one free block (the eighth of page_takes_head)
+ *   head_carves_past_freed_page   a head with no free block left but room
+ *                                 to carve, and behind it a page with a
+ *                                 quarter of its blocks freed: the next
+ *                                 mallocs take that page's blocks, not
+ *                                 fresh ones (heap.c, head_yields)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -174,12 +179,60 @@ static void head_given_to_page_with_one_free(void)
 	CHECK(pthread_join(t, NULL) == 0);
 }
 
+/* Pages 1 and 2 full, the head page 3 with one block handed out; a
+ * quarter of page 2 freed (it goes behind the head: page 3 has handed
+ * out too few blocks to give way); then the head's carved blocks run out
+ * (a carve is 4 KiB, 4 blocks) and the next malloc takes page 2's. */
+static void *carve_body(void *arg)
+{
+	void *p[ROUND_MAX + 64];
+	uintptr_t first, last;
+	(void)arg;
+	int n = fill_pages(p, 1, &first, &last);
+	int second = 0;
+	while (page_of(p[second]) == first)
+		second++;
+	uintptr_t middle = page_of(p[second]);
+	int freed = 0;
+	for (int i = second; i < n && page_of(p[i]) == middle; i++) {
+		if (i % 4 == 0) {
+			free(p[i]);
+			p[i] = NULL;
+			freed++;
+		}
+	}
+	CHECK(freed >= 8);
+	void *q[8];
+	int on_middle = 0;
+	for (int i = 0; i < 8; i++) {
+		q[i] = malloc(ROUND_SIZE);
+		CHECK(q[i] != NULL);
+		on_middle += page_of(q[i]) == middle;
+	}
+	CHECKF(on_middle > 0, "8 mallocs after %d blocks of page %#lx were "
+	       "freed: none from it (the head, page %#lx, carved anew)",
+	       freed, (unsigned long)middle, (unsigned long)last);
+	for (int i = 0; i < 8; i++)
+		free(q[i]);
+	for (int i = 0; i < n; i++)
+		free(p[i]);
+	return NULL;
+}
+
+static void head_carves_past_freed_page(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, carve_body, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
 		TEST_CASE(latest_free_not_reused_first),
 		TEST_CASE(round_not_started_on_first_page),
 		TEST_CASE(head_given_to_page_with_one_free),
+		TEST_CASE(head_carves_past_freed_page),
 	};
 	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }
