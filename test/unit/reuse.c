@@ -43,6 +43,15 @@
 
 enum { BLOCKS = 6 };
 
+/* body(arg) in a new thread, waited for: each case in a new heap (and
+ * other threads' frees where a case needs them). */
+static void in_new_thread(void *(*body)(void *), void *arg)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, body, arg) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+}
+
 /* Another thread's frees of p[0], p[2] and p[3]. */
 static void *free_three(void *arg)
 {
@@ -59,14 +68,12 @@ static void *latest_body(void *arg)
 	(void)arg;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		void *p[BLOCKS];
-		pthread_t t;
 		for (int i = 0; i < BLOCKS; i++) {
 			p[i] = malloc(sizes[s]);
 			CHECK(p[i] != NULL);
 			memset(p[i], i, sizes[s]);
 		}
-		CHECK(pthread_create(&t, NULL, free_three, p) == 0);
-		CHECK(pthread_join(t, NULL) == 0);
+		in_new_thread(free_three, p);
 		/* a block carved before, or (none left) one of those three:
 		 * the two others wait on the page's free list */
 		void *q = malloc(sizes[s]);
@@ -87,9 +94,7 @@ static void *latest_body(void *arg)
 
 static void latest_free_not_reused_first(void)
 {
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, latest_body, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
+	in_new_thread(latest_body, NULL);
 }
 
 enum { ROUND_SIZE = 1024, ROUND_MAX = 512 };
@@ -150,9 +155,7 @@ static void *round_body(void *arg)
 
 static void round_not_started_on_first_page(void)
 {
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, round_body, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
+	in_new_thread(round_body, NULL);
 }
 
 static void *one_free_body(void *arg)
@@ -174,9 +177,7 @@ static void *one_free_body(void *arg)
 
 static void head_given_to_page_with_one_free(void)
 {
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, one_free_body, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
+	in_new_thread(one_free_body, NULL);
 }
 
 /* Pages 1 and 2 full, the head page 3 with one block handed out; a
@@ -221,9 +222,7 @@ static void *carve_body(void *arg)
 
 static void head_carves_past_freed_page(void)
 {
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, carve_body, NULL) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
+	in_new_thread(carve_body, NULL);
 }
 
 int main(int argc, char **argv)
