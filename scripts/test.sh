@@ -11,9 +11,9 @@
 #   musl     cmake --preset musl in build-musl (musl-gcc), its whole suite
 #   aarch64  cmake --preset aarch64 in build-aarch64 (gcc-aarch64-linux-gnu),
 #            a bounded subset under qemu-aarch64: the API contract of the
-#            shared and static library, misuse, options, statistics,
-#            stress, the preloaded and dlopen'ed library, and the
-#            pagesize.16k/64k cases
+#            shared and static library, misuse, options, huge blocks,
+#            statistics, stress, the preloaded and dlopen'ed library, and
+#            the pagesize.16k/64k cases
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,7 +40,7 @@ platform() {
 	done
 }
 
-aarch64_subset='^(unit\.(std|static|misuse|trust|stats)\.|stress\.|pagesize\.|preload\.|install\.)'
+aarch64_subset='^(unit\.(std|static|misuse|trust|huge|stats)\.|stress\.|pagesize\.|preload\.|install\.)'
 if [ "${TLMALLOC_PLATFORMS:-1}" = 0 ] || [ $# -gt 0 ]; then
 	echo "test: musl, aarch64: skipped (TLMALLOC_PLATFORMS=0, or ctest arguments given)"
 else

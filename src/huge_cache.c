@@ -7,6 +7,15 @@
  * a loop.  A full cache makes room by unmapping its oldest; a purge
  * (purge.c) unmaps those whose time ran out.
  *
+ * The cache never makes the process larger than its huge blocks once
+ * were: the bytes of the blocks held (huge_live) and the cache's stay
+ * under the most the blocks held at once (huge_peak).  Where a block
+ * takes fresh memory that the cache could not give (an alignment, pieces
+ * too small to gather) or a freed one would pass the peak, the oldest
+ * cached segments give the difference back, whole or their tail.  So a
+ * program that frees a buffer and allocates another as large reuses it,
+ * and the cache costs no peak memory: docs/design.md, "Huge segment".
+ *
  * Why a file beside large.c and not inside it: large.c works on one huge
  * block its caller owns, with no lock, and fits it (cut, grown, moved);
  * the cache is shared state, a part of the pool under its lock.  Two
@@ -20,10 +29,12 @@
  * size, so a malloc's search does not read the headers.
  *
  * Locking rule (pool.h): the cache's fields (the huge_cache slots,
- * huge_cached, huge_count) are the pool's, under tl_pool.lock; a cached
- * segment stays in the pool's segment list, its owner word TL_OWNER_FREE
- * and its used_pages 0.  Evicted segments are unmapped after the lock is
- * released.
+ * huge_cached, huge_count) are the pool's, under tl_pool.lock (huge_cached
+ * is also read without it, as a hint); huge_live and huge_peak are
+ * atomics that any thread updates at its huge malloc, free or realloc.
+ * A cached segment stays in the pool's segment list, its owner word
+ * TL_OWNER_FREE and its used_pages 0.  Evicted segments, and a trimmed
+ * segment's tail, are unmapped after the lock is released.
  */
 #include <stdint.h>
 
@@ -40,7 +51,8 @@
 static tl_segment *uncache_locked(uint32_t i)
 {
 	tl_segment *seg = tl_pool.huge_cache[i].seg;
-	tl_pool.huge_cached -= tl_pool.huge_cache[i].map_size;
+	tl_u64_sub_relaxed(&tl_pool.huge_cached,
+			   tl_pool.huge_cache[i].map_size);
 	tl_pool.huge_cache[i] = tl_pool.huge_cache[--tl_pool.huge_count];
 	return seg;
 }
@@ -56,6 +68,108 @@ static uint32_t oldest_locked(void)
 	return old;
 }
 
+/* What leaves the cache under the lock, unmapped after it. */
+typedef struct tl_huge_shed {
+	tl_segment *evicted;		/* whole segments, linked by next */
+	void *tail;			/* and one segment's tail */
+	size_t tail_size;
+} tl_huge_shed;
+
+static void evict_locked(uint32_t i, tl_huge_shed *shed)
+{
+	tl_segment *seg = uncache_locked(i);
+	tl_pool_unregister_locked(seg);
+	seg->next = shed->evicted;
+	shed->evicted = seg;
+}
+
+static void shed_unmap(tl_huge_shed *shed)
+{
+	if (shed->tail != NULL)
+		tl_os_unmap(shed->tail, shed->tail_size);
+	for (tl_segment *next; shed->evicted != NULL; shed->evicted = next) {
+		next = shed->evicted->next;
+		tl_segment_unmap(shed->evicted);
+	}
+}
+
+/*
+ * How many bytes the huge blocks held, the cache and size bytes more in
+ * it come to over the most that the blocks ever held at once (0 if
+ * none).  The cached segments' headers are left out: a cut makes one
+ * more, and they are address space more than memory.
+ */
+static size_t over_peak_locked(size_t size)
+{
+	size_t held = tl_u64_load_relaxed(&tl_pool.huge_live) +
+		      tl_u64_load_relaxed(&tl_pool.huge_cached) + size;
+	size_t allowed = tl_u64_load_relaxed(&tl_pool.huge_peak) +
+			 (tl_pool.huge_count + 1) * TL_SEGMENT_HEADER;
+	return held > allowed ? held - allowed : 0;
+}
+
+/* Cut seg's mapping back by at least over bytes if enough is left of it,
+ * its tail into *shed (one tail at most); false if not. */
+static bool trim_locked(tl_segment *seg, size_t over, tl_huge_shed *shed)
+{
+	size_t page = tl_os_page_size();
+	over = (over + page - 1) & ~(page - 1);
+	if (TL_HUGE_GUARD != 0 || shed->tail != NULL ||
+	    seg->map_size < TL_SEGMENT_HEADER + over + page)
+		return false;
+	size_t map_size = seg->map_size - over;
+	shed->tail = (uint8_t *)seg + map_size;
+	shed->tail_size = over;
+	tl_pool.mapped -= over;
+	tl_segment_cut_back(seg, map_size);
+	return true;
+}
+
+/* Over the peak with size bytes more in the cache: its oldest give memory
+ * back, whole or their tail, until it is not (or the cache is empty). */
+static void shed_over_peak_locked(size_t size, tl_huge_shed *shed)
+{
+	size_t over;
+	while ((over = over_peak_locked(size)) != 0 &&
+	       tl_pool.huge_count > 0) {
+		uint32_t i = oldest_locked();
+		tl_segment *old = tl_pool.huge_cache[i].seg;
+		size_t was = old->map_size;
+		if (trim_locked(old, over, shed)) {
+			tl_pool.huge_cache[i].map_size = old->map_size;
+			tl_u64_sub_relaxed(&tl_pool.huge_cached,
+					   was - old->map_size);
+			return;
+		}
+		evict_locked(i, shed);
+	}
+}
+
+void tl_pool_huge_held(size_t let_go, size_t taken)
+{
+	if (taken < let_go) {
+		tl_u64_sub_relaxed(&tl_pool.huge_live, let_go - taken);
+		return;
+	}
+	tl_u64_add_relaxed(&tl_pool.huge_live, taken - let_go);
+	uint64_t now = tl_u64_load_relaxed(&tl_pool.huge_live);
+	uint64_t peak = tl_u64_load_relaxed(&tl_pool.huge_peak);
+	while (peak < now &&
+	       !tl_u64_cas_weak_relaxed(&tl_pool.huge_peak, &peak, now))
+		;
+	/* The cache may be over the peak now: it gives back what the
+	 * blocks took fresh.  (The unlocked read of huge_cached is a hint;
+	 * over_peak_locked decides.) */
+	uint64_t cached = tl_u64_load_relaxed(&tl_pool.huge_cached);
+	if (cached == 0 || now + cached <= (peak > now ? peak : now))
+		return;
+	tl_huge_shed shed = { NULL, NULL, 0 };
+	tl_lock_acquire(&tl_pool.lock);
+	shed_over_peak_locked(0, &shed);
+	tl_lock_release(&tl_pool.lock);
+	shed_unmap(&shed);
+}
+
 bool tl_pool_cache_huge(tl_segment *seg)
 {
 #if TL_SECURE
@@ -64,43 +178,46 @@ bool tl_pool_cache_huge(tl_segment *seg)
 		return false;
 #endif
 	tl_page *page = &seg->slices[0];
-	if (seg->map_size > TL_HUGE_CACHE_SEGMENT ||
+	if (seg->map_size - TL_SEGMENT_HEADER - TL_HUGE_GUARD >
+	    TL_HUGE_CACHE_SEGMENT ||
 	    page->start != (uint8_t *)seg + TL_SEGMENT_HEADER)
 		return false;
 	if (seg->map_size > TL_HUGE_CACHE_BYTES)
 		return false;
 	uint64_t now = tl_os_now_ms();
 	uint64_t until = now + (uint64_t)tl_option(TL_OPT_purge_delay);
-	bool wake;
-	tl_segment *evicted = NULL;
+	tl_huge_shed shed = { NULL, NULL, 0 };
 	tl_lock_acquire(&tl_pool.lock);
 	/* Full: the oldest make room. */
 	while (tl_pool.huge_count >= TL_HUGE_CACHE_COUNT ||
-	       tl_pool.huge_cached + seg->map_size > TL_HUGE_CACHE_BYTES) {
-		tl_segment *old = uncache_locked(oldest_locked());
-		tl_pool_unregister_locked(old);
-		old->next = evicted;
-		evicted = old;
+	       tl_u64_load_relaxed(&tl_pool.huge_cached) + seg->map_size >
+		       TL_HUGE_CACHE_BYTES)
+		evict_locked(oldest_locked(), &shed);
+	/* Never larger than the blocks once were: the others give back
+	 * first, then this one its tail. */
+	shed_over_peak_locked(seg->map_size, &shed);
+	size_t over = over_peak_locked(seg->map_size);
+	bool keep = over == 0 || trim_locked(seg, over, &shed);
+	if (keep) {
+		/* No block lives here now: a free of the old pointer is
+		 * caught. */
+		tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
+		seg->used_pages = 0;
+		tl_pool.huge_cache[tl_pool.huge_count++] = (tl_huge_slot){
+			.map_size = seg->map_size, .until_ms = until,
+			.seg = seg };
+		tl_u64_add_relaxed(&tl_pool.huge_cached, seg->map_size);
+		tl_pool_note_purge_at_locked(until);
 	}
-	/* No block lives here now: a free of the old pointer is caught. */
-	tl_uptr_store_relaxed(&page->owner, TL_OWNER_FREE);
-	seg->used_pages = 0;
-	tl_pool.huge_cache[tl_pool.huge_count++] = (tl_huge_slot){
-		.map_size = seg->map_size, .until_ms = until, .seg = seg };
-	tl_pool.huge_cached += seg->map_size;
-	tl_pool_note_purge_at_locked(until);
-	bool due = now >= tl_pool.next_purge_ms;
-	wake = tl_pool.threaded;
+	bool due = keep && now >= tl_pool.next_purge_ms;
+	bool wake = keep && tl_pool.threaded;
 	tl_lock_release(&tl_pool.lock);
-	for (tl_segment *next; evicted != NULL; evicted = next) {
-		next = evicted->next;
-		tl_segment_unmap(evicted);
-	}
+	shed_unmap(&shed);
 	if (due)
 		tl_pool_purge(false);
 	else if (wake)
 		tl_purger_wake();
-	return true;
+	return keep;
 }
 
 /* The cached segment that serves a block of size bytes with the least

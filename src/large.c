@@ -4,9 +4,12 @@
  * while (huge_cache.c) and a large malloc reuses one, cut to its size or
  * grown (huge_fit); the others are mapped from the OS and unmapped on
  * free.  realloc grows or
- * shrinks one with mremap, in place when the address space after it is
- * free and else by moving its pages to a new segment-aligned place: a
- * growing buffer is never copied.
+ * shrinks one where it stands when the address space after it is free
+ * (mremap, or for a block of several mappings its last one grown or fresh
+ * pages mapped after it: segment.c) and else by moving its pages to a new
+ * segment-aligned place: a growing buffer is never copied.  Growth, by
+ * malloc or realloc, is filled with the cache's resident pages where it
+ * can (huge_gather).
  */
 #include <errno.h>
 
@@ -16,6 +19,7 @@
 /* Resize a huge block (below), unless it holds size bytes with at most
  * usable >> keep_shift to spare. */
 static void *huge_resize(void *p, size_t size, unsigned keep_shift);
+static void huge_release(tl_segment *seg);
 
 /* Off the pool's books, then unmapped. */
 static void huge_destroy(tl_segment *seg)
@@ -49,7 +53,7 @@ static void huge_gather(tl_segment *seg, size_t from)
 		size_t n = have < end - from ? have : end - from;
 		if (n < TL_HUGE_PIECE_MIN ||
 		    !tl_segment_take_tail(seg, end, d, n)) {
-			tl_large_free(d);
+			huge_release(d);
 			return;
 		}
 		tl_pool_segment_resized(d, d->map_size - n);
@@ -57,7 +61,7 @@ static void huge_gather(tl_segment *seg, size_t from)
 		if (n == have)
 			huge_destroy(d);	/* its header is left */
 		else
-			tl_large_free(d);
+			huge_release(d);
 	}
 }
 
@@ -75,20 +79,15 @@ static void *huge_fit(tl_segment *seg, size_t size)
 {
 	void *p = seg->slices[0].start;
 	size_t keep = tl_segment_huge_map_size(TL_SEGMENT_HEADER, size);
-	if (keep > seg->map_size) {
-		size_t grown_from = seg->map_size;
-		p = huge_resize(p, size, 0);
-		if (p != NULL && TL_HUGE_GUARD == 0)
-			huge_gather(tl_segment_of(p), grown_from);
-		return p;
-	}
+	if (keep > seg->map_size)
+		return huge_resize(p, size, 0);
 	size_t tail = seg->map_size - keep;
 	if (TL_HUGE_GUARD == 0 && tail >= TL_HUGE_PIECE_MIN && tail >= keep) {
 		tl_segment *rest = tl_segment_split_huge(seg, keep);
 		if (rest != NULL) {
 			tl_pool_segment_resized(seg, keep);
 			tl_pool_register_segment(rest);
-			tl_large_free(rest);
+			huge_release(rest);
 		}
 	}
 	return p;
@@ -102,9 +101,11 @@ void *tl_large_alloc(size_t size, size_t alignment)
 	if (seg != NULL) {
 		seg->slices[0].dirty = 1;	/* reused: calloc clears it */
 		void *p = huge_fit(seg, size);
-		if (p != NULL)
+		if (p != NULL) {
+			tl_pool_huge_held(0, tl_segment_of(p)->map_size);
 			return p;
-		tl_large_free(seg);
+		}
+		huge_release(seg);
 	}
 	seg = tl_segment_create_huge(size, alignment);
 	if (seg == NULL && tl_heap_release_held()) /* out of memory */
@@ -114,11 +115,19 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		return NULL;
 	}
 	tl_pool_register_segment(seg);
+	tl_pool_huge_held(0, seg->map_size);
 	seg->slices[0].dirty = 0;
 	return seg->slices[0].start;
 }
 
 void tl_large_free(tl_segment *seg)
+{
+	tl_pool_huge_held(seg->map_size, 0);
+	huge_release(seg);
+}
+
+/* A huge segment nobody holds: cached, quarantined or unmapped. */
+static void huge_release(tl_segment *seg)
 {
 	if (tl_pool_cache_huge(seg))
 		return;
@@ -164,8 +173,12 @@ static void huge_guard(tl_segment *seg, size_t map_size)
 
 void *tl_large_resize(void *p, size_t size)
 {
+	size_t was = tl_segment_of(p)->map_size;
 	/* realloc keeps a block that shrinks by half or less */
-	return huge_resize(p, size, 1);
+	void *q = huge_resize(p, size, 1);
+	if (q != NULL)
+		tl_pool_huge_held(was, tl_segment_of(q)->map_size);
+	return q;
 }
 
 static void *huge_resize(void *p, size_t size, unsigned keep_shift)
@@ -181,18 +194,17 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	size_t map_size = tl_segment_huge_map_size(offset, size);
 	if (!huge_unguard(seg))
 		return NULL;
-	if (tl_os_remap_in_place(seg, seg->map_size, map_size)) {
+	size_t old_size = seg->map_size;
+	if (tl_segment_resize_huge(seg, map_size)) {
 		huge_guard(seg, map_size);
 		tl_pool_segment_resized(seg, map_size);
+		if (TL_HUGE_GUARD == 0 && map_size > old_size)
+			huge_gather(seg, old_size);
 		return p;
 	}
 	/* Grow by moving the pages: no copy.  The segment leaves the pool's
 	 * books while it moves (nobody else touches a block being
 	 * reallocated) and comes back at its new address. */
-	if (map_size < seg->map_size) {
-		huge_guard(seg, seg->map_size);
-		return NULL;
-	}
 	tl_pool_unregister_segment(seg);
 	if (offset == TL_SEGMENT_HEADER) {
 		tl_segment *moved = tl_segment_move_huge(seg, map_size);
@@ -203,9 +215,10 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 		}
 		tl_pool_register_segment(moved);
 		huge_guard(moved, map_size);
+		if (TL_HUGE_GUARD == 0)
+			huge_gather(moved, old_size);
 		return moved->slices[0].start;
 	}
-	size_t old_size = seg->map_size;
 	tl_segment_forget(seg);
 	tl_segment *moved = tl_os_remap_moved(seg, old_size, map_size);
 	if (moved == NULL) {
@@ -220,5 +233,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	moved->slices[0].start = (uint8_t *)moved + offset;
 	tl_segment_remember(moved);
 	tl_pool_register_segment(moved);
+	if (TL_HUGE_GUARD == 0)
+		huge_gather(moved, old_size);
 	return moved->slices[0].start;
 }

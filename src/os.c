@@ -161,6 +161,27 @@ bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size)
 	return p == addr;
 }
 
+bool tl_os_map_at(void *addr, size_t size)
+{
+	int saved = errno;
+	bool done = false;
+	check_pages("mmap", addr, size);
+	if (tl_unlikely(map_fails_now())) {
+		report_map_failure(size);
+		goto out;
+	}
+	void *p = mmap(addr, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		       MAP_FIXED_NOREPLACE, -1, 0);
+	done = p == addr;
+	/* A kernel older than 4.17 takes the address as a hint. */
+	if (p != MAP_FAILED && !done)
+		munmap(p, size);
+out:
+	errno = saved;
+	return done;
+}
+
 void *tl_os_remap_moved(void *addr, size_t old_size, size_t new_size)
 {
 	int saved = errno;

@@ -126,7 +126,7 @@ static const char *huge_cache_broken(void)
 			       "purge";
 		bytes += seg->map_size;
 	}
-	if (bytes != tl_pool.huge_cached)
+	if (bytes != tl_u64_load_relaxed(&tl_pool.huge_cached))
 		return "huge_cached is not the cache's bytes";
 	return NULL;
 }

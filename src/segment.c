@@ -344,7 +344,8 @@ bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 	tl_assert(n % tl_os_page_size() == 0 && at >= TL_SEGMENT_HEADER &&
 		  end >= TL_SEGMENT_HEADER + n && end <= seg->map_size);
 	uint32_t moved = cuts_between(from, at, from->map_size);
-	if (!cuts_room(seg->cut_count + 2 + moved, 2) ||
+	/* half the cuts at most: the rest for the block's growth later */
+	if (!cuts_room(seg->cut_count + 2 + moved + TL_HUGE_CUTS / 2, 2) ||
 	    !tl_os_move_pages((uint8_t *)from + at, n, (uint8_t *)seg + end - n))
 		return false;
 	cut_add(seg, end - n);
@@ -352,6 +353,43 @@ bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 	cuts_copy(seg, from, at, from->map_size, end - n);
 	cuts_drop_from(from, at);
 	return true;
+}
+
+bool tl_segment_resize_huge(tl_segment *seg, size_t map_size)
+{
+	size_t old = seg->map_size;
+	if (map_size < old) {
+		if (!tl_os_remap_in_place(seg, old, map_size))
+			tl_os_unmap((uint8_t *)seg + map_size, old - map_size);
+		cuts_drop_from(seg, map_size);
+		return true;
+	}
+	if (tl_os_remap_in_place(seg, old, map_size))
+		return true;
+	/* Several mappings, which mremap cannot grow as one: the last grows
+	 * (it begins at the last cut, or earlier where the kernel merged
+	 * some), else fresh pages are mapped after it. */
+	size_t last = 0;
+	for (uint32_t i = 0; i < seg->cut_count; i++)
+		if (seg->cuts[i] > last)
+			last = seg->cuts[i];
+	if (last != 0 && tl_os_remap_in_place((uint8_t *)seg + last,
+					      old - last, map_size - last))
+		return true;
+	if (!cuts_room(seg->cut_count + 1, 1) ||
+	    !tl_os_map_at((uint8_t *)seg + old, map_size - old))
+		return false;
+	seg->cuts[seg->cut_count++] = old;
+	tl_u64_add_relaxed(&cuts_all, 1);
+	return true;
+}
+
+void tl_segment_cut_back(tl_segment *seg, size_t map_size)
+{
+	tl_assert(seg->kind == TL_PAGE_HUGE && map_size > TL_SEGMENT_HEADER &&
+		  map_size < seg->map_size);
+	cuts_drop_from(seg, map_size);
+	seg->map_size = map_size;
 }
 
 void tl_segment_forget(tl_segment *seg)

@@ -406,11 +406,23 @@ tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep);
  */
 tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size);
 /*
+ * Grow or shrink a huge segment's mapping where it stands, to map_size
+ * bytes (the caller's tl_pool_segment_resized says so): mremap for one
+ * mapping; for one of several, fresh pages mapped after its end, or its
+ * tail unmapped.  false if it cannot grow there (the address space after
+ * it is taken, or too many mappings): nothing changed.
+ */
+bool tl_segment_resize_huge(tl_segment *seg, size_t map_size);
+/* A cached huge segment ends at map_size now: the cuts past it are gone;
+ * the caller unmaps the rest and keeps the pool's books. */
+void tl_segment_cut_back(tl_segment *seg, size_t map_size);
+/*
  * Move the last n bytes of pages (a multiple of the OS page) of the huge
  * segment from, which nobody else touches, over the pages of seg that end
  * at offset end; from's mapping ends n bytes sooner (the caller's
- * tl_pool_segment_resized says so).  false if refused (too many mappings,
- * or the OS): then nothing moved.
+ * tl_pool_segment_resized says so).  false if refused (too many mappings:
+ * seg keeps half of its TL_HUGE_CUTS for its growth later; or the OS):
+ * then nothing moved.
  */
 bool tl_segment_take_tail(tl_segment *seg, size_t end, tl_segment *from,
 			  size_t n);
@@ -505,9 +517,14 @@ tl_page *tl_pool_adopt_page(tl_heap *heap, unsigned cls);
  * formatted for it and owned by heap; NULL if none (no mapping). */
 tl_page *tl_pool_take_other_kind(tl_heap *heap, unsigned cls);
 void tl_pool_give_page(tl_page *page);
-/* Keep a freed huge segment for reuse (false: too big or unusual, unmap);
+/* Keep a freed huge segment for reuse (false: too big or unusual, or the
+ * cache at the most the program's huge blocks ever held: unmap);
  * huge_cache.c. */
 bool tl_pool_cache_huge(tl_segment *seg);
+/* The program let go of a huge block of let_go bytes of mapping and took
+ * one of taken (a malloc, free or realloc): the bytes it holds, and their
+ * peak. */
+void tl_pool_huge_held(size_t let_go, size_t taken);
 /* The cached huge segment closest to a block of size bytes: the smallest
  * that holds it, else the largest (large.c cuts or grows it); NULL when
  * none is cached. */

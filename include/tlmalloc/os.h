@@ -42,6 +42,9 @@ void tl_os_purge(void *addr, size_t size);
 
 /* Grow or shrink a mapping where it stands; false if it cannot. */
 bool tl_os_remap_in_place(void *addr, size_t old_size, size_t new_size);
+/* Map fresh pages at addr, where nothing is mapped; false if something is
+ * or the OS refuses. */
+bool tl_os_map_at(void *addr, size_t size);
 
 /*
  * Move a mapping, growing it, to a new place that is a multiple of

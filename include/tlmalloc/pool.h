@@ -46,7 +46,11 @@ struct tl_pool {
 	uint64_t next_purge_ms;		/* earliest purge_at; UINT64_MAX: none */
 	tl_huge_slot huge_cache[TL_HUGE_CACHE_COUNT];	/* freed huge
 					 * segments, huge_count of them */
-	size_t huge_cached;		/* their bytes */
+	tl_atomic_u64 huge_cached;	/* their bytes (read without the
+					   lock as a hint) */
+	tl_atomic_u64 huge_live;	/* bytes of the huge blocks held */
+	tl_atomic_u64 huge_peak;	/* most of huge_live at once: the
+					   cache stays under it */
 	uint32_t huge_count;
 	uint32_t abandoned_dirty;	/* abandoned pages with dirty set */
 	uint32_t heaps_live;
