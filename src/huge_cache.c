@@ -151,17 +151,15 @@ void tl_pool_huge_held(size_t let_go, size_t taken)
 		tl_u64_sub_relaxed(&tl_pool.huge_live, let_go - taken);
 		return;
 	}
-	tl_u64_add_relaxed(&tl_pool.huge_live, taken - let_go);
-	uint64_t now = tl_u64_load_relaxed(&tl_pool.huge_live);
-	uint64_t peak = tl_u64_load_relaxed(&tl_pool.huge_peak);
-	while (peak < now &&
-	       !tl_u64_cas_weak_relaxed(&tl_pool.huge_peak, &peak, now))
-		;
+	size_t more = taken - let_go;
+	uint64_t now = tl_u64_fetch_add_relaxed(&tl_pool.huge_live, more) +
+		       more;
+	uint64_t peak = tl_u64_max_relaxed(&tl_pool.huge_peak, now);
 	/* The cache may be over the peak now: it gives back what the
 	 * blocks took fresh.  (The unlocked read of huge_cached is a hint;
 	 * over_peak_locked decides.) */
 	uint64_t cached = tl_u64_load_relaxed(&tl_pool.huge_cached);
-	if (cached == 0 || now + cached <= (peak > now ? peak : now))
+	if (cached == 0 || now + cached <= peak)
 		return;
 	tl_huge_shed shed = { NULL, NULL, 0 };
 	tl_lock_acquire(&tl_pool.lock);

@@ -51,10 +51,7 @@ static tl_atomic_u64 huge_map_max;
 
 void tl_segment_huge_sized(size_t map_size)
 {
-	uint64_t max = tl_u64_load_relaxed(&huge_map_max);
-	while (max < map_size &&
-	       !tl_u64_cas_weak_relaxed(&huge_map_max, &max, map_size))
-		;
+	tl_u64_max_relaxed(&huge_map_max, map_size);
 }
 
 tl_segment *tl_segment_holding(const void *p)
@@ -186,6 +183,14 @@ static bool cuts_room(uint32_t cuts, uint32_t more)
 	       tl_u64_load_relaxed(&cuts_all) + more <= TL_HUGE_CUTS_ALL;
 }
 
+/* One more cut, at off (the caller knows it is new). */
+static void cut_push(tl_segment *seg, size_t off)
+{
+	tl_assert(seg->cut_count < TL_HUGE_CUTS);
+	seg->cuts[seg->cut_count++] = off;
+	tl_u64_add_relaxed(&cuts_all, 1);
+}
+
 /* A cut at off, unless it is there already or at an end of the mapping. */
 static void cut_add(tl_segment *seg, size_t off)
 {
@@ -194,9 +199,7 @@ static void cut_add(tl_segment *seg, size_t off)
 	for (uint32_t i = 0; i < seg->cut_count; i++)
 		if (seg->cuts[i] == off)
 			return;
-	tl_assert(seg->cut_count < TL_HUGE_CUTS);
-	seg->cuts[seg->cut_count++] = off;
-	tl_u64_add_relaxed(&cuts_all, 1);
+	cut_push(seg, off);
 }
 
 /* The cuts of from strictly between lo and hi, at offset at - lo in to. */
@@ -359,8 +362,7 @@ bool tl_segment_resize_huge(tl_segment *seg, size_t map_size)
 {
 	size_t old = seg->map_size;
 	if (map_size < old) {
-		if (!tl_os_remap_in_place(seg, old, map_size))
-			tl_os_unmap((uint8_t *)seg + map_size, old - map_size);
+		tl_os_unmap((uint8_t *)seg + map_size, old - map_size);
 		cuts_drop_from(seg, map_size);
 		return true;
 	}
@@ -379,8 +381,7 @@ bool tl_segment_resize_huge(tl_segment *seg, size_t map_size)
 	if (!cuts_room(seg->cut_count + 1, 1) ||
 	    !tl_os_map_at((uint8_t *)seg + old, map_size - old))
 		return false;
-	seg->cuts[seg->cut_count++] = old;
-	tl_u64_add_relaxed(&cuts_all, 1);
+	cut_push(seg, old);	/* at the mapping's end still: not cut_add */
 	return true;
 }
 

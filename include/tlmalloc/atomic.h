@@ -116,6 +116,12 @@ static inline void tl_u64_add_relaxed(tl_atomic_u64 *a, uint64_t x)
 	atomic_fetch_add_explicit(&a->v, x, memory_order_relaxed);
 }
 
+/* The value before the add. */
+static inline uint64_t tl_u64_fetch_add_relaxed(tl_atomic_u64 *a, uint64_t x)
+{
+	return atomic_fetch_add_explicit(&a->v, x, memory_order_relaxed);
+}
+
 static inline void tl_u64_sub_relaxed(tl_atomic_u64 *a, uint64_t x)
 {
 	atomic_fetch_sub_explicit(&a->v, x, memory_order_relaxed);
@@ -148,6 +154,16 @@ static inline bool tl_u64_cas_weak_relaxed(tl_atomic_u64 *a,
 	return atomic_compare_exchange_weak_explicit(&a->v, expected, x,
 						     memory_order_relaxed,
 						     memory_order_relaxed);
+}
+
+/* Raise *a to x if it is below; the larger of the two, as it stands
+ * after the call. */
+static inline uint64_t tl_u64_max_relaxed(tl_atomic_u64 *a, uint64_t x)
+{
+	uint64_t v = tl_u64_load_relaxed(a);
+	while (v < x && !tl_u64_cas_weak_relaxed(a, &v, x))
+		;
+	return v > x ? v : x;
 }
 
 #endif /* TLMALLOC_ATOMIC_H */

@@ -407,10 +407,11 @@ tl_segment *tl_segment_split_huge(tl_segment *seg, size_t keep);
 tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size);
 /*
  * Grow or shrink a huge segment's mapping where it stands, to map_size
- * bytes (the caller's tl_pool_segment_resized says so): mremap for one
- * mapping; for one of several, fresh pages mapped after its end, or its
- * tail unmapped.  false if it cannot grow there (the address space after
- * it is taken, or too many mappings): nothing changed.
+ * bytes (the caller's tl_pool_segment_resized says so): a shrink unmaps
+ * its tail; a growth is one mremap for one mapping, and for several its
+ * last mapping grown or fresh pages mapped after it.  false if it cannot
+ * grow there (the address space after it is taken, or too many mappings):
+ * nothing changed.
  */
 bool tl_segment_resize_huge(tl_segment *seg, size_t map_size);
 /* A cached huge segment ends at map_size now: the cuts past it are gone;
