@@ -384,10 +384,11 @@ void tl_page_push_remote_chain(tl_page *page, tl_block *first,
  * After a free into another heap's page: a full page whose blocks are now
  * all freed by other threads goes to the pool as a free page, out of its
  * heap's full list (heap.c, "Full pages given away"), once it has been
- * full for a while.  full_heap is nonzero only while the page is in a
- * full list; it is read again under the locks, with the count.  Every
- * field read here is in the descriptor's second line: the first is the
- * owner's, which its malloc writes.
+ * full for a while or its heap has stopped filling pages.  full_heap is
+ * nonzero only while the page is in a full list; it is read again under
+ * the locks, with the count.  Every field read here is in the
+ * descriptor's second line: the first is the owner's, which its malloc
+ * writes.
  */
 #if !TL_SECURE
 static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
@@ -407,18 +408,38 @@ static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
 }
 
 #if !TL_SECURE
-/* The rest of it, for a page in a full list (out of line: rare). */
+/*
+ * The rest of it, for a page in a full list (out of line: rare).  Given
+ * away once full for long enough, or at once when its heap has put no
+ * page in its full list since the coarse clock last ticked: a producer
+ * fills pages all the time and takes an emptied one back itself, a heap
+ * that stopped (its thread waits) would keep the page until it allocates
+ * again, since no free comes after the last (`server`'s main thread
+ * fills its table in a few ms, and the workers empty most of its pages
+ * within the 12 ms).  Times in units of 4 ms (full_since, full_last); a
+ * wrap (after 262 s) only delays the page.
+ */
 static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
 					  uint32_t waiting)
 {
 	if (waiting != __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
 		return;
-	/* in units of 4 ms; a wrap (after 262 s) only delays the page */
-	uint16_t full_for = (uint16_t)((tl_os_coarse_ms() >> 2) -
+	uint16_t now = (uint16_t)(tl_os_coarse_ms() >> 2);
+	uint16_t full_for = (uint16_t)(now -
 		__atomic_load_n(&page->full_since, __ATOMIC_RELAXED));
-	if ((uint32_t)full_for * 4 >=
-	    (uint32_t)tl_option(TL_OPT_purge_delay) / TL_GIVE_AFTER_DIV)
-		tl_pool_give_away(page, index);
+	if ((uint32_t)full_for * 4 <
+	    (uint32_t)tl_option(TL_OPT_purge_delay) / TL_GIVE_AFTER_DIV) {
+		const tl_heap *heap = index < TL_HEAP_TABLE ?
+			(const tl_heap *)tl_uptr_load_acquire(
+				&tl_heap_table[index]) : NULL;
+		/* not after now: a page pushed since this thread read the
+		 * clock counts too */
+		if (heap == NULL ||
+		    (int16_t)(now - __atomic_load_n(&heap->full_last,
+						    __ATOMIC_RELAXED)) <= 0)
+			return;
+	}
+	tl_pool_give_away(page, index);
 }
 #endif
 

@@ -33,16 +33,18 @@
  * a table and now waits while others free it holds that memory until it
  * allocates again.  The thread whose free into a full page makes all its
  * blocks free takes the page out of its heap's full list and gives it to
- * the pool as a free page (tl_pool_give_away), for any heap and class.
- * A heap that allocates brings such pages back when it looks for a page
+ * the pool as a free page (tl_pool_give_away), for any heap and class,
+ * once the page has been full for a while or at once when its heap has
+ * stopped filling pages (free.c, give_away_if_due).  A heap that
+ * allocates brings such pages back when it looks for a page
  * (heap_check_full, at a quarter freed), so mostly those of heaps that do
- * not are given away.  The full list is under the heap's
- * full_lock: the owner takes it for each change (a page going full, its
- * own free into a full page, the sweep), the giver only tries it, inside
- * the pool lock.  A page's full_heap is its heap's index while it is in
- * that heap's full list and 0 otherwise, both written under the lock, so
- * a giver holding the lock knows the page is still there.  The owner's
- * fast paths never touch a full page (its owner word has TL_OWNER_FULL).
+ * not are given away.  The full list is under the heap's full_lock: the
+ * owner takes it for each change (a page going full, its own free into a
+ * full page, the sweep), the giver only tries it, inside the pool lock.
+ * A page's full_heap is its heap's index while it is in that heap's full
+ * list and 0 otherwise, both written under the lock, so a giver holding
+ * the lock knows the page is still there.  The owner's fast paths never
+ * touch a full page (its owner word has TL_OWNER_FULL).
  */
 #include <pthread.h>
 #include <string.h>
@@ -202,8 +204,9 @@ static void full_push(tl_heap *heap, tl_page *page)
 	uint32_t cap = page->capacity;
 	__atomic_store_n(&page->full_capacity,
 			 (uint16_t)(cap <= UINT16_MAX ? cap : 0), __ATOMIC_RELAXED);
-	__atomic_store_n(&page->full_since, (uint16_t)(tl_os_coarse_ms() >> 2),
-			 __ATOMIC_RELAXED);
+	uint16_t now = (uint16_t)(tl_os_coarse_ms() >> 2);
+	__atomic_store_n(&page->full_since, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&heap->full_last, now, __ATOMIC_RELAXED);
 	tl_page_set_full_heap(page, heap->index);
 #endif
 	page_set_owner(page, heap, TL_OWNER_FULL);

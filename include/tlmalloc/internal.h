@@ -171,8 +171,10 @@ static inline void tl_page_set_full_heap(tl_page *page, uint32_t index)
  */
 void tl_pool_give_away(tl_page *page, uint32_t index);
 /* Only a page that has been full for a purge delay / this (12 ms by
- * default): a producer whose consumer frees its pages as fast as it fills
- * them takes them back itself (heap_check_full), at no cost to the pool. */
+ * default), or of a heap that has stopped filling pages (free.c,
+ * give_away_if_due): a producer whose consumer frees its pages as fast as
+ * it fills them takes them back itself (heap_check_full), at no cost to
+ * the pool. */
 #define TL_GIVE_AFTER_DIV 8
 /* Push a chain of n free blocks, first to last (linked, marked), on the
  * thread_free of a page the caller does not own (free.c). */

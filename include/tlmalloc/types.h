@@ -337,6 +337,10 @@ struct tl_heap {
 	/* Pages of the full list given away since the owner last looked
 	 * (pages_owned is the owner's to lower) */
 	tl_atomic_u32 donated;
+	/* When its latest page joined the full list (tl_os_coarse_ms / 4,
+	 * as tl_page.full_since): written by the owner, read by a thread
+	 * that empties one of its full pages (free.c, give_away_if_due) */
+	uint16_t full_last;
 #if TL_COUNTS
 	/* Per class: its head's allocs when it became the head (heap.c,
 	 * page_takes_head). */
