@@ -40,10 +40,14 @@ static void huge_destroy(tl_segment *seg)
  * and goes back to the cache; one that fits goes whole.  Pieces under
  * TL_HUGE_PIECE_MIN, and donors that would split the segment into too
  * many mappings (segment.c), are left: what is not filled stays fresh.
- * (docs/design.md, "Huge segment", has the figures.)
+ * Not with guard pages (the secure build): a donor's tail ends in its
+ * guard page, which would land inside the block.  (docs/design.md, "Huge segment", has the
+ * figures.)
  */
 static void huge_gather(tl_segment *seg, size_t from)
 {
+	if (TL_HUGE_GUARD != 0)
+		return;
 	size_t end = seg->map_size;
 	while (end - from >= TL_HUGE_PIECE_MIN) {
 		tl_segment *d = tl_pool_take_huge(end - from);
@@ -198,7 +202,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	if (tl_segment_resize_huge(seg, map_size)) {
 		huge_guard(seg, map_size);
 		tl_pool_segment_resized(seg, map_size);
-		if (TL_HUGE_GUARD == 0 && map_size > old_size)
+		if (map_size > old_size)
 			huge_gather(seg, old_size);
 		return p;
 	}
@@ -215,8 +219,7 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 		}
 		tl_pool_register_segment(moved);
 		huge_guard(moved, map_size);
-		if (TL_HUGE_GUARD == 0)
-			huge_gather(moved, old_size);
+		huge_gather(moved, old_size);
 		return moved->slices[0].start;
 	}
 	tl_segment_forget(seg);
@@ -233,7 +236,6 @@ static void *huge_resize(void *p, size_t size, unsigned keep_shift)
 	moved->slices[0].start = (uint8_t *)moved + offset;
 	tl_segment_remember(moved);
 	tl_pool_register_segment(moved);
-	if (TL_HUGE_GUARD == 0)
-		huge_gather(moved, old_size);
+	huge_gather(moved, old_size);
 	return moved->slices[0].start;
 }
