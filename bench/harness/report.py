@@ -37,6 +37,11 @@ def higher_is_better(measure: str) -> bool:
     return measure.endswith("per_sec") or measure.startswith("ops")
 
 
+# Measures of the program rather than of the allocator (how much live data
+# the run came to hold): shown, never marked best.
+UNRANKED = frozenset({"live_max_kb"})
+
+
 def to_display(measure: str, unit: str, value: float) -> tuple[float, str]:
     """(value, unit) as shown: memory in MiB."""
     if measure == "maxrss_kb" or measure.endswith("_kb") or unit in ("kB",
@@ -127,7 +132,8 @@ def table_row(point: str, measure: str, row: Sequence[CellSummary | None],
               allocs: Sequence[str], reps: int) -> str:
     unit = next((c.units.get(measure, "") for c in row if c), "")
     values = [None if c is None or c.failed else c.value(measure) for c in row]
-    best = best_values(values, higher_is_better(measure))
+    best = (None if measure in UNRANKED
+            else best_values(values, higher_is_better(measure)))
     base = None
     if BASELINE in allocs:
         base = values[allocs.index(BASELINE)] or None

@@ -88,7 +88,10 @@ WORKLOADS = (
              (Point("32 threads", params=(("threads", 32),)),),
              strace=True),
     Workload("prodcons", "Producer/consumer pairs", "prodcons",
-             "16 pairs; the producer mallocs, the consumer frees.",
+             "16 pairs; the producer mallocs, the consumer frees.  "
+             "live_max_kb: the most the rings held (the sizes asked "
+             "for), which moves with how far the producers run ahead; "
+             "peak_over_live: peak RSS over it.",
              (Point("16 pairs", params=(("pairs", 16),)),),
              (Point("16 pairs", params=(("pairs", 16),)),),
              strace=True),
@@ -128,9 +131,15 @@ WORKLOADS = (
              DEFAULT, DEFAULT),
     Workload("memtime", "Memory over time", "memtime",
              "A long producer/consumer run sampling RSS, then idle: "
-             "does RSS stay bounded, is memory given back?",
+             "does RSS stay bounded, is memory given back?  "
+             "live_max_kb: the most the rings held (the sizes asked "
+             "for), which moves with how far the producers run ahead; "
+             "peak_over_live: peak RSS over it (blocks are written at "
+             "their start, middle and end only, so the pages between "
+             "may never be touched: below 1 is possible).",
              DEFAULT, DEFAULT,
-             metric_order=("rss_max_kb", "rss_last_busy_kb", "rss_idle_kb")),
+             metric_order=("rss_max_kb", "rss_last_busy_kb", "rss_idle_kb",
+                           "live_max_kb", "peak_over_live")),
     # The field's patterns: each follows a public benchmark's pattern
     # (our own programs, not their code); the summary names it.  Their
     # metric_order leads the table and, for one point, is what the plot's

@@ -15,8 +15,9 @@
  * Checks: every block holds its tag when freed; every pair moved all its
  * blocks; the sampler took at least one sample.
  * Metrics: seconds (busy phase), rss_max_kb, rss_last_busy_kb (the last
- * sample of the busy phase), rss_idle_kb; lines "sample <s> <kb>" list the
- * samples (not read by the harness).
+ * sample of the busy phase), rss_idle_kb, live_max_kb and peak_over_live
+ * (pairs.h: the most the rings held, and the peak RSS over it); lines
+ * "sample <s> <kb>" list the samples (not read by the harness).
  */
 #include <stdatomic.h>
 
@@ -122,5 +123,6 @@ int main(int argc, char **argv)
 		bench_fail("no RSS sample was taken");
 	free(pairs);
 	report(secs, idle_kb);
+	pairs_report_live();
 	return bench_check_ok();
 }

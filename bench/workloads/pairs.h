@@ -5,16 +5,27 @@
  * and puts it in a ring of RING slots guarded by two semaphores, and a
  * consumer thread that checks each block's tag and frees it: every free is
  * from a thread other than the allocating one.
+ *
+ * The bytes the rings hold (the sizes asked for) are counted LIVE_STEP
+ * blocks at a time, added when a producer has made them and taken off
+ * when a consumer has freed them, and the most they came to is kept
+ * (live_max_kb, within LIVE_STEP blocks a thread): the program's own live
+ * data, which no allocator can hold less than.  How far the producers run ahead of the consumers
+ * is the scheduler's choice as much as the allocator's, so a peak RSS is
+ * read against it (pairs_report_live).
  */
 #ifndef BENCH_PAIRS_H
 #define BENCH_PAIRS_H
 
 #include <semaphore.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 
 #include "common.h"
 
 #define BATCH 1024
 #define RING 10240
+#define LIVE_STEP 64	/* blocks counted at once (BATCH is a multiple) */
 
 struct pair;
 /* The size of block j (0..BATCH-1) of round r, drawn with the pair's rng. */
@@ -34,6 +45,19 @@ struct pair {
 	size_t size[RING];
 };
 
+static atomic_long pairs_live_bytes, pairs_live_max;
+
+/* A producer made blocks of bytes in all: the rings' total, and its most. */
+static void pairs_live_add(long bytes)
+{
+	long now = atomic_fetch_add(&pairs_live_bytes, bytes) + bytes;
+	long max = atomic_load(&pairs_live_max);
+
+	while (now > max &&
+	       !atomic_compare_exchange_weak(&pairs_live_max, &max, now))
+		;
+}
+
 static uint32_t pair_tag(const struct pair *pr, long seq)
 {
 	return (uint32_t)seq * 2654435761u ^ pr->id << 26;
@@ -45,15 +69,22 @@ static void *pair_produce(void *arg)
 	long seq = 0;
 
 	for (long r = 0; r < pr->rounds; r++) {
+		long bytes = 0;
+
 		sem_wait(&pr->empty);
 		for (long j = 0; j < BATCH; j++, seq++) {
 			size_t n = pr->size_of(pr, r, j);
 			void *p = bench_malloc(n);
 
+			bytes += (long)n;
 			bench_fill(p, n, pair_tag(pr, seq));
 			pr->ring[pr->next_in] = p;
 			pr->size[pr->next_in] = n;
 			pr->next_in = (pr->next_in + 1) % RING;
+			if ((j + 1) % LIVE_STEP == 0) {
+				pairs_live_add(bytes);
+				bytes = 0;
+			}
 		}
 		sem_post(&pr->occupied);
 	}
@@ -66,10 +97,13 @@ static void *pair_consume(void *arg)
 	long seq = 0;
 
 	for (long r = 0; r < pr->rounds; r++) {
+		long bytes = 0;
+
 		sem_wait(&pr->occupied);
 		for (long j = 0; j < BATCH; j++, seq++) {
 			unsigned int k = pr->next_out;
 
+			bytes += (long)pr->size[k];
 			if (!bench_intact(pr->ring[k], pr->size[k],
 					  pair_tag(pr, seq)))
 				bench_fail("pair %u: block %ld was overwritten",
@@ -77,6 +111,10 @@ static void *pair_consume(void *arg)
 			free(pr->ring[k]);
 			pr->next_out = (k + 1) % RING;
 			pr->consumed++;
+			if ((j + 1) % LIVE_STEP == 0) {
+				atomic_fetch_sub(&pairs_live_bytes, bytes);
+				bytes = 0;
+			}
 		}
 		sem_post(&pr->empty);
 	}
@@ -126,6 +164,24 @@ static void pairs_check(const struct pair *pairs, long npairs)
 		if (pairs[i].consumed != pairs[i].rounds * BATCH)
 			bench_fail("pair %ld freed %ld of %ld blocks", i,
 				   pairs[i].consumed, pairs[i].rounds * BATCH);
+}
+
+/*
+ * After pairs_run: the metrics live_max_kb (the most the rings held) and
+ * peak_over_live (the process's peak RSS so far over it: what the
+ * allocator holds for each byte of live data, start-up included).
+ */
+static void pairs_report_live(void)
+{
+	struct rusage ru;
+	double live_kb = (double)atomic_load(&pairs_live_max) / 1024;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		bench_fail("getrusage failed");
+	if (live_kb <= 0)
+		bench_fail("the rings never held a byte");
+	bench_metric("live_max_kb", live_kb, "KiB");
+	bench_metric("peak_over_live", (double)ru.ru_maxrss / live_kb, "x");
 }
 
 #endif /* BENCH_PAIRS_H */

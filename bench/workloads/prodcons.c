@@ -8,7 +8,9 @@
  *
  * Checks: each block still holds the tag its producer wrote (sequence
  * number and pair) when the consumer frees it; every pair moved all its
- * blocks.  Metrics: seconds, ops_per_sec (allocations per second, all pairs).
+ * blocks.  Metrics: seconds, ops_per_sec (allocations per second, all pairs),
+ * live_max_kb and peak_over_live (pairs.h: the most the rings held, and
+ * the peak RSS over it).
  * --threads N is the same as --pairs N/2.
  */
 #include "pairs.h"
@@ -55,6 +57,7 @@ int main(int argc, char **argv)
 	pairs_check(pairs, npairs);
 	bench_metric("seconds", secs, "s");
 	bench_metric("ops_per_sec", npairs * rounds * BATCH / secs, "ops/s");
+	pairs_report_live();
 	free(pairs);
 	return bench_check_ok();
 }

@@ -124,6 +124,22 @@ def test_no_bold_when_all_equal():
     assert "**" not in rss_row
 
 
+def test_live_data_shown_but_never_marked_best():
+    data = synthetic_json()
+    live = {"glibc": 900.0, "tcmalloc": 1000.0, "tlmalloc": 1100.0}
+    for run in data["runs"]:
+        if run["workload"] == "prodcons":
+            kb = live[run["allocator"]]
+            run["metrics"] = {"live_max_kb": kb,
+                              "peak_over_live": run["maxrss_kb"] / kb}
+    rows = table_rows(build_report(Results.from_json(data)), "(`prodcons`)")
+    live_row = next(r for r in rows if "| live_max_kb" in r)
+    assert "**" not in live_row               # the program's, not ranked
+    ratio_row = next(r for r in rows if "| peak_over_live" in r)
+    assert "**0.931**" in ratio_row           # 1024 / 1100: tlmalloc's
+    assert ratio_row.count("**") == 2
+
+
 def test_scaling_table_has_lock_and_data_size():
     rows = table_rows(build_report(synthetic()), "(`scaling`)")
     assert "tlmalloc-lock" in rows[0]
