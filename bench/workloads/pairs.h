@@ -10,9 +10,9 @@
  * blocks at a time, added when a producer has made them and taken off
  * when a consumer has freed them, and the most they came to is kept
  * (live_max_kb, within LIVE_STEP blocks a thread): the program's own live
- * data, which no allocator can hold less than.  How far the producers run ahead of the consumers
- * is the scheduler's choice as much as the allocator's, so a peak RSS is
- * read against it (pairs_report_live).
+ * data.  How far the producers run ahead of the consumers is the
+ * scheduler's choice as much as the allocator's, so a peak RSS is read
+ * against it (pairs_report_live).
  */
 #ifndef BENCH_PAIRS_H
 #define BENCH_PAIRS_H
@@ -168,8 +168,9 @@ static void pairs_check(const struct pair *pairs, long npairs)
 
 /*
  * After pairs_run: the metrics live_max_kb (the most the rings held) and
- * peak_over_live (the process's peak RSS so far over it: what the
- * allocator holds for each byte of live data, start-up included).
+ * peak_over_live (the process's peak RSS so far over it: what is
+ * resident for each byte of live data, the program's start-up and the
+ * pairs' own arrays included).
  */
 static void pairs_report_live(void)
 {
