@@ -29,7 +29,7 @@ set -u
 # checks the experiment harness's types (ctest harness.types); musl-tools
 # builds and tests the musl variant, the aarch64 compilers and qemu-user
 # the arm64 one (scripts/test.sh, README "Platforms").
-TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user"}
+TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user xz-utils"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
 want_tools=1

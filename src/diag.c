@@ -4,18 +4,42 @@
  * to stderr without allocating or stdio.  It calls nothing of tlmalloc's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "tlmalloc/diag.h"
 
+/* The copy of stderr for the reports at exit, or -1 (written once, at
+ * start-up, before any report that needs it). */
+static int kept_stderr = -1;
+
+/* The lowest descriptor the copy may take: above those a program picks
+ * by number (dup2 to 3, 4, ...), below the usual limit of 1024. */
+#define TL_KEPT_STDERR_MIN 200
+
+void tl_stderr_keep(void)
+{
+	int saved = errno;
+	int fd = fcntl(2, F_DUPFD_CLOEXEC, TL_KEPT_STDERR_MIN);
+	if (fd >= 0)
+		__atomic_store_n(&kept_stderr, fd, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
 void tl_write_stderr(const char *msg, size_t len)
 {
 	int saved = errno;
+	int fd = 2;
 	while (len > 0) {
-		ssize_t n = write(2, msg, len);
+		ssize_t n = write(fd, msg, len);
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
+				continue;
+			/* stderr closed: the copy kept at start-up */
+			if (n < 0 && errno == EBADF && fd == 2 &&
+			    (fd = __atomic_load_n(&kept_stderr,
+						  __ATOMIC_RELAXED)) >= 0)
 				continue;
 			break;
 		}

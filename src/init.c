@@ -136,6 +136,9 @@ void tl_process_init(void)
 	AT_EXIT(exit_profile);
 	if (tl_option(TL_OPT_show_stats))
 		AT_EXIT(exit_stats);
+	/* reports due at exit: a program may close its stderr before */
+	if (tl_option(TL_OPT_show_stats) || tl_option(TL_OPT_profile))
+		tl_stderr_keep();
 	pthread_key_create(&heap_key, thread_exit);
 	AT_FORK(fork_prepare, fork_parent, fork_child);
 	tl_u32_store_release(&init_state, INIT_DONE);

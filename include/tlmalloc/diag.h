@@ -14,9 +14,17 @@
 __attribute__((noreturn)) void tl_fatal(const char *call, const void *p,
 					const char *what);
 
-/* Write a message to stderr without allocating; errno is kept.  The one
- * system call outside os.c: a report needs nothing above this layer. */
+/* Write a message to stderr without allocating; errno is kept.  The
+ * system calls outside os.c: a report needs nothing above this layer.
+ * When the program has closed its stderr (coreutils close it in an atexit
+ * handler, which runs before tlmalloc's reports at exit), the message goes
+ * to the copy tl_stderr_keep took, if it took one. */
 void tl_write_stderr(const char *msg, size_t len);
+
+/* Keep a copy of the stderr the process starts with (a descriptor from 200
+ * up, closed at exec), for the reports due at its exit (the statistics,
+ * the profiler's leaks): init.c calls it when an option asks for one. */
+void tl_stderr_keep(void);
 
 /*
  * Assertions, tiered by the debug level TL_DEBUG (0, the default and every

@@ -20,7 +20,10 @@
 	  "1: print diagnostics to stderr (a bad option value is always "   \
 	  "reported; with this, also every OS mapping that fails).")         \
 	X(show_stats, 0, 0, 1,                                               \
-	  "1: print the statistics (tl_stats_print) to stderr at exit.")     \
+	  "1: print the statistics (tl_stats_print) to stderr at exit; "     \
+	  "to a copy of it kept from start-up (descriptor 200 or above) "    \
+	  "when the program has closed its stderr by then, as coreutils "    \
+	  "do.")                                                             \
 	X(purge_delay, 100, 0, 3600000,                                      \
 	  "Milliseconds a free page stays resident before it is given back " \
 	  "to the OS with madvise (0: at once).")                            \
@@ -134,7 +137,8 @@
 	  "1: sampled heap profiling (docs/profiling.md): a profile that "   \
 	  "pprof reads is written at exit to TLMALLOC_PROFILE_FILE (a "      \
 	  "path, %p standing for the process id; default "                   \
-	  "tlmalloc.%p.heap), with a leak report on stderr.  Set at run "    \
+	  "tlmalloc.%p.heap), with a leak report on stderr (a copy kept "    \
+	  "as for show_stats when set at start-up).  Set at run "            \
 	  "time, each thread starts or stops sampling at its next refill.  " \
 	  "A bad value of any profile option, an unwritable file or a "      \
 	  "signal in use prints one warning and turns profiling off.")       \
