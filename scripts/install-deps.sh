@@ -28,7 +28,8 @@ set -u
 # pprof (install_pprof) reads the heap profiler's dumps in the tests; mypy
 # checks the experiment harness's types (ctest harness.types); musl-tools
 # builds and tests the musl variant, the aarch64 compilers and qemu-user
-# the arm64 one (scripts/test.sh, README "Platforms").
+# the arm64 one (scripts/test.sh, README "Platforms"); xz-utils is one of
+# the multithreaded programs run preloaded (preload.threaded_tools).
 TOOLS=${TLMALLOC_TOOLS:-"cmake ninja-build gcc g++ binutils make pkg-config python3 strace valgrind musl-tools clang mypy gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user xz-utils"}
 PEERS=${TLMALLOC_PEERS:-"libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2"}
 
