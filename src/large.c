@@ -41,8 +41,8 @@ static void huge_destroy(tl_segment *seg)
  * TL_HUGE_PIECE_MIN, and donors that would split the segment into too
  * many mappings (segment.c), are left: what is not filled stays fresh.
  * Not with guard pages (the secure build): a donor's tail ends in its
- * guard page, which would land inside the block.  (docs/design.md, "Huge segment", has the
- * figures.)
+ * guard page, which would land inside the block.  (docs/design.md,
+ * "Huge segment", has the figures.)
  */
 static void huge_gather(tl_segment *seg, size_t from)
 {

@@ -56,6 +56,13 @@ class Workload:
         return point.binary or self.binary
 
 
+# The two metrics of the producer/consumer programs (pairs.h), in their
+# summaries.
+PAIRS_LIVE = ("live_max_kb: the most the rings held (the sizes asked for), "
+              "which moves with how far the producers run ahead; "
+              "peak_over_live: peak RSS over it")
+
+
 def threads_point(n: int) -> Point:
     return Point("%d thread%s" % (n, "" if n == 1 else "s"),
                  ("--threads", str(n)),
@@ -89,9 +96,7 @@ WORKLOADS = (
              strace=True),
     Workload("prodcons", "Producer/consumer pairs", "prodcons",
              "16 pairs; the producer mallocs, the consumer frees.  "
-             "live_max_kb: the most the rings held (the sizes asked "
-             "for), which moves with how far the producers run ahead; "
-             "peak_over_live: peak RSS over it.",
+             + PAIRS_LIVE + ".",
              (Point("16 pairs", params=(("pairs", 16),)),),
              (Point("16 pairs", params=(("pairs", 16),)),),
              strace=True),
@@ -132,9 +137,7 @@ WORKLOADS = (
     Workload("memtime", "Memory over time", "memtime",
              "A long producer/consumer run sampling RSS, then idle: "
              "does RSS stay bounded, is memory given back?  "
-             "live_max_kb: the most the rings held (the sizes asked "
-             "for), which moves with how far the producers run ahead; "
-             "peak_over_live: peak RSS over it (blocks are written at "
+             + PAIRS_LIVE + " (blocks are written at "
              "their start, middle and end only, so the pages between "
              "may never be touched: below 1 is possible).",
              DEFAULT, DEFAULT,
