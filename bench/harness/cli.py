@@ -5,7 +5,9 @@
                              [--reps N] [--out DIR] [NAME=/path/lib.so ...]
 
 Runs every (workload, point, allocator) cell --reps times in the order of
-schedule.interleave(), then loop and prodcons once per allocator under
+schedule.interleave(), then the paired pass (paired.py: the points where
+tlmalloc is furthest behind, again in --paired rounds of it and the
+fastest peer), then loop and prodcons once per allocator under
 strace, then the fast-path pass (fastpath.py: callgrind's instructions per
 malloc+free pair, through bench/fastpath.sh) and the security pass
 (security.py: the misuse programs of test/misuse under every allocator),
@@ -31,15 +33,18 @@ from pathlib import Path
 from . import allocators as alloc_mod
 from . import fastpath as fastpath_mod
 from . import machine, plots, report, results, workloads
+from . import paired as paired_mod
 from . import programs as programs_mod
 from . import security as security_mod
 from .allocators import Allocator
 from .parse import parse_strace, strace_summary
 from .programs import Program
-from .records import (FastpathPass, MissingCell, Plots, Results, Run,
-                      SecurityPass, StracePass, StraceRow, WorkloadEntry)
+from .records import (FastpathPass, MissingCell, PairedPass, Plots,
+                      Results, Run, SecurityPass, StracePass, StraceRow,
+                      WorkloadEntry)
 from .runner import Measured, judge, run_measured
 from .schedule import Cell, Progress, group_cells, interleave, once_cells
+from .stats import summarize
 from .workloads import Mode, Workload
 
 REPO = Path(__file__).absolute().parents[2]
@@ -53,11 +58,14 @@ class ModeDefaults:
     timeout: float     # seconds before a run counts as failed
     slow: float        # a cell slower than this runs once; 0 = off
     guess: float       # a run's guessed length before any ran (progress)
+    paired: int        # rounds of the paired pass (paired.py); 0 = off
 
 
 DEFAULTS = {
-    Mode.QUICK: ModeDefaults(reps=3, timeout=120, slow=2.0, guess=1.0),
-    Mode.FULL: ModeDefaults(reps=5, timeout=1200, slow=0, guess=10.0),
+    Mode.QUICK: ModeDefaults(reps=3, timeout=120, slow=2.0, guess=1.0,
+                             paired=7),
+    Mode.FULL: ModeDefaults(reps=5, timeout=1200, slow=0, guess=10.0,
+                            paired=3),
 }
 
 
@@ -79,6 +87,7 @@ class Options:
     # the quick mode's run-once rule is for the built-in suite; a user
     # program keeps its repetitions unless --slow is given
     slow_programs: bool = False
+    paired: int = DEFAULTS[Mode.QUICK].paired
     no_strace: bool = False
     no_fastpath: bool = False
     no_security: bool = False
@@ -140,6 +149,12 @@ def parse_args(argv: Sequence[str]) -> Options:
                         help="a cell whose first run takes longer than this "
                              "many seconds runs only once (quick %g, full "
                              "off; 0 = off)" % quick.slow)
+    parser.add_argument("--paired", type=int, default=-1, metavar="ROUNDS",
+                        help="then run the points where tlmalloc is "
+                             "furthest behind again, in this many rounds "
+                             "of it and the fastest peer back to back "
+                             "(quick %d, full %d; 0 = off)" % (
+                                 quick.paired, full.paired))
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the strace runs")
     parser.add_argument("--no-fastpath", action="store_true",
@@ -162,6 +177,8 @@ def parse_args(argv: Sequence[str]) -> Options:
     args = parser.parse_args(argv)
     if args.reps < 0:
         parser.error("--reps must be positive")
+    if args.paired < -1:
+        parser.error("--paired must be 0 (off) or more")
     chosen = Mode.FULL if args.full else Mode.QUICK
     defaults = DEFAULTS[chosen]
     return Options(
@@ -171,7 +188,9 @@ def parse_args(argv: Sequence[str]) -> Options:
         lib_dir=args.lib_dir, timeout=args.timeout or defaults.timeout,
         timeout_given=args.timeout,
         slow=defaults.slow if args.slow < 0 else args.slow,
-        slow_programs=args.slow >= 0, no_strace=args.no_strace,
+        slow_programs=args.slow >= 0,
+        paired=defaults.paired if args.paired < 0 else args.paired,
+        no_strace=args.no_strace,
         no_fastpath=args.no_fastpath, no_security=args.no_security,
         no_plots=args.no_plots,
         strict=args.strict, list_only=args.list, report_only=args.report_only,
@@ -330,6 +349,29 @@ def run_all(jobs: Jobs, args: Options,
         progress.note("interrupted: writing what was measured so far")
         return runs, True
     return runs, False
+
+
+def run_paired(jobs: Jobs, runs: Sequence[Run],
+               allocs: Sequence[Allocator], args: Options,
+               progress: Progress) -> PairedPass:
+    """The paired pass (paired.py) over the built-in workloads' points, or
+    why it did not run."""
+    if args.paired == 0:
+        return PairedPass(False, "--paired 0 given")
+    built_in = [r for r in runs
+                if (job := jobs.get(Cell(r.workload, r.point, r.allocator)))
+                is not None and job.program is None]
+    choices = paired_mod.choose(summarize(built_in),
+                                report.peer_names(allocs), args.slow)
+    if not choices:
+        return PairedPass(True, "no point more than %.2fx the fastest "
+                          "peer's time" % paired_mod.ABOVE, args.paired)
+
+    def run_one(workload: str, point: str, alloc: str, rep: int) -> Run:
+        cell = Cell(workload, point, alloc)
+        return run_record(cell, rep, jobs[cell], args.timeout)
+
+    return paired_mod.run_pass(choices, args.paired, run_one, progress.note)
 
 
 def strace_one(cell: Cell, job: Job, out_file: Path,
@@ -579,6 +621,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     strace = StracePass(False, "interrupted")
     fastpath = FastpathPass(False, "interrupted")
     security = SecurityPass(False, "interrupted")
+    paired = PairedPass(False, "interrupted")
+    if not interrupted:
+        try:
+            paired = run_paired(jobs, runs, allocs, args, progress)
+        except KeyboardInterrupt:
+            progress.note("interrupted: writing what was measured so far")
+            interrupted = True
     if not interrupted:
         strace = run_strace(jobs, chosen, args, run_dir, progress)
         try:
@@ -607,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         strace=strace,
         fastpath=fastpath,
         security=security,
+        paired=paired,
     )
     write_outputs(data, run_dir, args)
     results.point_latest(args.out, run_dir)

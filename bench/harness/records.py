@@ -2,8 +2,8 @@
 
 Results is the whole set: how it was made, the machine, the allocators,
 the workloads (built-in and --program), every run, the cells that could
-not run, the strace table, the fast-path table, the security table and
-the plots drawn.  Each
+not run, the strace table, the fast-path table, the security table, the
+paired pass and the plots drawn.  Each
 record declares its defaults once, where its fields are declared; they are
 what a results set written by an older harness, read back with
 --report-only, gets for what it lacks.  to_json() gives the dict written
@@ -299,6 +299,46 @@ class WorkloadEntry:
 
 
 @dataclass
+class PairedPoint:
+    """A point of the paired pass (paired.py): the fastest peer, the main
+    pass's ratio, and per round (wall, CPU) the two figures, tlmalloc's
+    first; failed counts the rounds left out for a failed run."""
+    workload: str
+    point: str
+    peer: str
+    main_ratio: float = 0.0
+    walls: list[tuple[float, float]] = field(default_factory=list)
+    cpus: list[tuple[float, float]] = field(default_factory=list)
+    failed: int = 0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PairedPoint":
+        given = known_fields(cls, data)
+        for key in ("walls", "cpus"):
+            given[key] = [tuple(pair) for pair in data.get(key, [])]
+        return cls(**given)
+
+
+@dataclass
+class PairedPass:
+    """The paired pass, or why it did not run."""
+    available: bool = False
+    note: str = ""
+    rounds: int = 0
+    points: list[PairedPoint] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PairedPass":
+        given = known_fields(cls, data)
+        given["points"] = [PairedPoint.from_json(p)
+                           for p in data.get("points", [])]
+        return cls(**given)
+
+
+@dataclass
 class Results:
     """A whole results set (runs.json)."""
     allocators: list[Allocator]
@@ -320,6 +360,8 @@ class Results:
         default_factory=lambda: FastpathPass(note="not run"))
     security: SecurityPass = field(
         default_factory=lambda: SecurityPass(note="not run"))
+    paired: PairedPass = field(
+        default_factory=lambda: PairedPass(note="not run"))
     plots: Plots = field(default_factory=Plots)
 
     def allocator_names(self) -> list[str]:
@@ -342,6 +384,7 @@ class Results:
             "strace": self.strace.to_json(),
             "fastpath": self.fastpath.to_json(),
             "security": self.security.to_json(),
+            "paired": self.paired.to_json(),
             "plots": asdict(self.plots)})
 
     @classmethod
@@ -363,6 +406,8 @@ class Results:
             given["fastpath"] = FastpathPass.from_json(data["fastpath"])
         if "security" in data:
             given["security"] = SecurityPass.from_json(data["security"])
+        if "paired" in data:
+            given["paired"] = PairedPass.from_json(data["paired"])
         if "plots" in data:
             given["plots"] = Plots.from_json(data["plots"])
         return cls(**given)

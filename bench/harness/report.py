@@ -1,6 +1,7 @@
 """The Markdown report, built from a results set (records.Results).
 
-Sections: how it was made; where tlmalloc stands; the fast path
+Sections: how it was made; where tlmalloc stands; the furthest points in
+paired rounds (the paired pass, paired.py); the fast path
 (instructions per malloc+free pair); security (the misuse programs each
 allocator catches, side by side); the classic observations; one table
 per workload (median of each measure, ratio to glibc, the best in each row
@@ -18,6 +19,7 @@ from dataclasses import asdict
 
 from . import classic
 from . import fastpath as fastpath_mod
+from . import paired as paired_mod
 from . import security as security_mod
 from .parse import STRACE_COLUMNS
 from .allocators import Allocator, Kind
@@ -228,11 +230,11 @@ def ranking(cells: Cells, workload: str, point: str,
     return sorted(ranked, key=lambda item: item[1])
 
 
-def peer_names(data: Results) -> list[str]:
+def peer_names(allocators: Sequence[Allocator]) -> list[str]:
     """The allocators tlmalloc is held against: every other malloc that
     runs the same programs (preloaded, or the C library's own), neither a
     build of tlmalloc's nor a static musl program (a different binary)."""
-    return [a.name for a in data.allocators
+    return [a.name for a in allocators
             if a.found and a.kind in (Kind.PRELOAD, Kind.SYSTEM)
             and not a.name.startswith("tlmalloc")]
 
@@ -390,7 +392,7 @@ def budget_clause(table: FastpathTable, name: str) -> str:
 
 def standing_section(data: Results, cells: Cells) -> list[str]:
     order = data.allocator_names()
-    peers = peer_names(data)
+    peers = peer_names(data.allocators)
     lines = ["", "## Where tlmalloc stands", ""]
     rows = []
     ratios: list[PeerRatios] = []
@@ -421,6 +423,47 @@ def standing_section(data: Results, cells: Cells) -> list[str]:
               "vs fastest peer | peak RSS vs glibc | vs leanest peer |",
               "|---|---|---|---|---|---|---|---|---|"]
     return lines + rows + peer_summary(ratios, peers) + budget
+
+
+def paired_ratio(pairs: Sequence[tuple[float, float]]) -> str:
+    """'1.23x (1.10-1.31)': the median and range of the per-round ratios,
+    or a dash without any."""
+    figures = paired_mod.summary(pairs)
+    if figures is None:
+        return "–"
+    mid, low, high = figures
+    return "%.2fx (%.2f-%.2f)" % (mid, low, high)
+
+
+def paired_section(data: Results) -> list[str]:
+    """The paired pass (paired.py): the furthest points run again in
+    rounds of two."""
+    done = data.paired
+    lines = ["", "## The furthest points, in paired rounds", ""]
+    if not done.available:
+        return lines + ["Not run: %s." % done.note]
+    if not done.points:
+        return lines + ["Nothing to pair: %s." % done.note]
+    lines += ["The points where tlmalloc's median time was more than "
+              "%.2fx the fastest peer's (at most %d, furthest first), run "
+              "again: %d rounds of tlmalloc and that peer back to back, "
+              "the order flipped every round. The figures are the medians "
+              "(and the ranges) of the per-round ratios, tlmalloc's over "
+              "the peer's: both runs of a round see the same load, so "
+              "where they and the table above differ, these are the ones "
+              "to read." % (paired_mod.ABOVE, paired_mod.LIMIT, done.rounds),
+              "",
+              "| workload | point | peer | main pass | wall time, paired | "
+              "CPU time, paired | rounds |",
+              "|---|---|---|---|---|---|---|"]
+    for point in done.points:
+        rounds = "%d" % len(point.walls)
+        if point.failed:
+            rounds += " (%d failed, left out)" % point.failed
+        lines.append("| %s | %s | %s | %.2fx | %s | %s | %s |" % (
+            point.workload, point.point, point.peer, point.main_ratio,
+            paired_ratio(point.walls), paired_ratio(point.cpus), rounds))
+    return lines
 
 
 def fastpath_table(data: Results) -> FastpathTable:
@@ -806,6 +849,7 @@ def build_report(data: Results) -> str:
     programs = [w for w in data.workloads if w.is_program]
     lines = header_section(data)
     lines += standing_section(data, cells)
+    lines += paired_section(data)
     lines += fastpath_section(data)
     lines += security_section(data)
     if builtin or not programs:

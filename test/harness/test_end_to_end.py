@@ -30,6 +30,9 @@ print("fake %s %s" % (name, " ".join(args)))
 print("metric seconds %f s" % (0.01 * threads if api == "lock" else 0.01))
 print("metric data_bytes %d B" % (1000000 * threads))
 print("metric preloaded %d" % bool(preload))
+if name == "loop" and "libtlmalloc" in preload:
+    import time
+    time.sleep(0.3)     # behind on loop: the paired pass takes that point
 if name.endswith("-musl"):
     print("check FAILED: fake musl failure")
     sys.exit(1)
@@ -125,6 +128,25 @@ def test_report_shows_failed_and_missing(finished):
             "timed phase: 1 thr 0.010 s, 2 thr 0.020 s, 4 thr 0.040 s, "
             "8 thr 0.080 s | holds |") in text
     assert "runs left" in err and "left" in err
+
+
+def test_paired_pass_reruns_the_point_furthest_behind(finished):
+    _, run_dir, have_lib, err = finished
+    if not have_lib:
+        pytest.skip("no C compiler: no fake libtlmalloc.so")
+    data = json.load(open(os.path.join(run_dir, "runs.json")))
+    done = data["paired"]
+    assert done["available"] and done["rounds"] == \
+        cli.DEFAULTS[cli.Mode.QUICK].paired
+    points = {(p["workload"], p["peer"]): p for p in done["points"]}
+    loop = points[("loop", "glibc")]
+    assert len(loop["walls"]) == done["rounds"] and loop["failed"] == 0
+    # the fake sleeps 0.3 s under tlmalloc: every round shows it behind
+    assert all(mine > theirs + 0.25 for mine, theirs in loop["walls"])
+    assert "[paired 1/" in err
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "## The furthest points, in paired rounds" in text
+    assert "| loop | 32 threads | glibc |" in text
 
 
 def test_strace_rows(finished):
