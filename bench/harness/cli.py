@@ -361,6 +361,9 @@ def run_paired(jobs: Jobs, runs: Sequence[Run],
     built_in = [r for r in runs
                 if (job := jobs.get(Cell(r.workload, r.point, r.allocator)))
                 is not None and job.program is None]
+    if not built_in:
+        return PairedPass(False, "no built-in workload ran (it pairs "
+                          "their points only)")
     choices = paired_mod.choose(summarize(built_in),
                                 report.peer_names(allocs), args.slow)
     if not choices:

@@ -445,7 +445,8 @@ def paired_section(data: Results) -> list[str]:
     if not done.points:
         return lines + ["Nothing to pair: %s." % done.note]
     lines += ["The points where tlmalloc's median time was more than "
-              "%.2fx the fastest peer's (at most %d, furthest first), run "
+              "%.2fx the fastest peer's (at most %d, furthest first; not "
+              "those whose runs took longer than the run-once limit), run "
               "again: %d rounds of tlmalloc and that peer back to back, "
               "the order flipped every round. The figures are the medians "
               "(and the ranges) of the per-round ratios, tlmalloc's over "

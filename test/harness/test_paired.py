@@ -132,6 +132,16 @@ def test_paired_pass_round_trips_through_json():
     assert not Results.from_json(old).paired.available
 
 
+def test_programs_alone_are_not_paired(tmp_path):
+    job = cli.Job(["prog"], {}, program=object())
+    cell = cli.Cell("prog", "run", "tlmalloc")
+    done = cli.run_paired({cell: job}, runs("prog", "run", "tlmalloc", [1.0]),
+                          [], cli.parse_args([]), None)
+    assert not done.available and "no built-in workload" in done.note
+    assert cli.run_paired({}, [], [], cli.parse_args(["--paired", "0"]),
+                          None).note == "--paired 0 given"
+
+
 def test_rounds_option():
     assert cli.parse_args([]).paired == cli.DEFAULTS[cli.Mode.QUICK].paired
     assert cli.parse_args(["--full"]).paired == \
