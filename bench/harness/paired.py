@@ -11,8 +11,8 @@ figure to read (bench/interleave.py does the same by hand).
 
 Chosen: the points where tlmalloc's median wall time is more than ABOVE
 times the fastest peer's, at most LIMIT of them, furthest first; a point
-whose two cells ran once (the run-once rule: slower than --slow) is
-passed over, as a round of it would take as long.
+where either of the two is slower than --slow (the run-once rule) is
+passed over, as its rounds would take that long each.
 """
 
 from collections.abc import Callable, Mapping, Sequence
