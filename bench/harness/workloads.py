@@ -177,7 +177,10 @@ WORKLOADS = (
              "rptest",
              "rpmalloc's benchmark: 4 threads replace random entries of "
              "working sets of 8 B..16 KiB blocks; 15% of the old blocks "
-             "are handed to another thread to free.",
+             "are handed to another thread to free. live_max_kb: the most "
+             "the working sets, batches and inboxes held (the sizes asked "
+             "for), which moves with how long a thread waits to empty its "
+             "inbox; peak_over_live: peak RSS over it.",
              DEFAULT, DEFAULT,
              metric_order=("ops_per_sec",)),
     Workload("mlarge", "Large buffers (Google malloc-large)", "mlarge",

@@ -15,8 +15,18 @@
  * to; blocks allocated == blocks freed.
  * Metrics: seconds, ops_per_sec (replacements: one malloc + one free,
  * local or remote, each), cross_freed_pct (share of frees done by another
- * thread).
+ * thread), live_max_kb and peak_over_live.  Each thread counts the bytes
+ * it allocated less those it freed (the sizes asked for); every
+ * DRAIN_EVERY replacements it adds up all threads' counts and keeps the
+ * most: the program's own live data (working sets, batches and inboxes),
+ * within a few DRAIN_EVERY replacements a thread.  How full the inboxes
+ * get is the scheduler's choice as much as the allocator's (a thread that
+ * is not running does not drain its own), so the peak RSS is read against
+ * it.
  */
+#include <stdatomic.h>
+#include <sys/resource.h>
+
 #include "common.h"
 
 #define BATCH 32
@@ -35,20 +45,45 @@ struct worker {
 	long set, iters, cross, max;
 	uint32_t id;
 	long allocated, freed, remote;	/* remote: frees of handed blocks */
+	atomic_long live;	/* bytes this thread allocated less freed */
+	long live_max;		/* the most all threads' counts came to */
 	char pad[64];
 };
 
 static pthread_barrier_t all_done;
+static struct worker *workers;
+static long nworkers;
 
-static void check_and_free(void *p, long max)
+static void check_and_free(struct worker *w, void *p)
 {
-	bench_stamp_checked(p, 8, (size_t)max);
+	size_t n = bench_stamp_checked(p, 8, (size_t)w->max);
+
 	free(p);
+	atomic_store_explicit(&w->live, atomic_load_explicit(&w->live,
+			      memory_order_relaxed) - (long)n,
+			      memory_order_relaxed);
 }
 
-static char *make_block(uint64_t *rng, long max)
+static char *make_block(struct worker *w, uint64_t *rng)
 {
-	return bench_stamped_block(rng, 8, (size_t)max);
+	char *p = bench_stamped_block(rng, 8, (size_t)w->max);
+
+	atomic_store_explicit(&w->live, atomic_load_explicit(&w->live,
+			      memory_order_relaxed) +
+			      (long)bench_stamped(p), memory_order_relaxed);
+	return p;
+}
+
+/* All threads' live bytes now; w keeps the most it saw. */
+static void note_live(struct worker *w)
+{
+	long sum = 0;
+
+	for (long t = 0; t < nworkers; t++)
+		sum += atomic_load_explicit(&workers[t].live,
+					    memory_order_relaxed);
+	if (sum > w->live_max)
+		w->live_max = sum;
 }
 
 /* Hand n blocks to the next thread; 0 when its inbox had no room. */
@@ -82,7 +117,7 @@ static void drain(struct worker *w)
 		w->in->count -= n;
 		pthread_mutex_unlock(&w->in->lock);
 		for (long i = 0; i < n; i++)
-			check_and_free(got[i], w->max);
+			check_and_free(w, got[i]);
 		w->freed += n;
 		w->remote += n;
 	} while (n == 256);
@@ -97,37 +132,39 @@ static void *run(void *arg)
 	long batched = 0;
 
 	for (long i = 0; i < w->set; i++)
-		set[i] = make_block(&rng, w->max);
+		set[i] = make_block(w, &rng);
 	w->allocated += w->set;
 	for (long i = 0; i < w->iters; i++) {
 		long s = (long)(bench_rand(&rng) % (uint64_t)w->set);
 		char *old = set[s];
 
-		set[s] = make_block(&rng, w->max);
+		set[s] = make_block(w, &rng);
 		w->allocated++;
 		if ((long)(bench_rand(&rng) % 100) < w->cross) {
 			batch[batched++] = old;
 			if (batched == BATCH) {
 				if (!hand(w->next, batch, batched)) {
 					for (long b = 0; b < batched; b++)
-						check_and_free(batch[b],
-							       w->max);
+						check_and_free(w, batch[b]);
 					w->freed += batched;
 				}
 				batched = 0;
 			}
 		} else {
-			check_and_free(old, w->max);
+			check_and_free(w, old);
 			w->freed++;
 		}
-		if (i % DRAIN_EVERY == 0)
+		if (i % DRAIN_EVERY == 0) {
+			note_live(w);
 			drain(w);
+		}
 	}
+	note_live(w);
 	for (long b = 0; b < batched; b++)
-		check_and_free(batch[b], w->max);
+		check_and_free(w, batch[b]);
 	w->freed += batched;
 	for (long i = 0; i < w->set; i++)
-		check_and_free(set[i], w->max);
+		check_and_free(w, set[i]);
 	w->freed += w->set;
 	free(set);
 	/* Nothing is handed on after every thread got here. */
@@ -140,7 +177,8 @@ int main(int argc, char **argv)
 {
 	long threads = BENCH_UNSET, iters = BENCH_UNSET, set = BENCH_UNSET;
 	long cross = BENCH_UNSET, max = BENCH_UNSET;
-	long allocated = 0, freed = 0, remote = 0;
+	long allocated = 0, freed = 0, remote = 0, live_max = 0;
+	struct rusage ru;
 	const struct bench_opt opts[] = {
 		{ "--threads", "threads (default 4)", &threads, NULL },
 		{ "--iters", "replacements per thread (default 5e6, quick "
@@ -177,10 +215,17 @@ int main(int argc, char **argv)
 		bench_fail("calloc returned NULL");
 	for (long t = 0; t < threads; t++) {
 		pthread_mutex_init(&boxes[t].lock, NULL);
-		w[t] = (struct worker){ &boxes[t], &boxes[(t + 1) % threads],
-					set, iters, cross, max, (uint32_t)t,
-					0, 0, 0, { 0 } };
+		w[t].in = &boxes[t];
+		w[t].next = &boxes[(t + 1) % threads];
+		w[t].set = set;
+		w[t].iters = iters;
+		w[t].cross = cross;
+		w[t].max = max;
+		w[t].id = (uint32_t)t;
+		atomic_init(&w[t].live, 0);
 	}
+	workers = w;
+	nworkers = threads;
 	pthread_barrier_init(&all_done, NULL, (unsigned)threads);
 
 	t0 = bench_now();
@@ -191,6 +236,8 @@ int main(int argc, char **argv)
 		allocated += w[t].allocated;
 		freed += w[t].freed;
 		remote += w[t].remote;
+		if (w[t].live_max > live_max)
+			live_max = w[t].live_max;
 		if (boxes[t].count)
 			bench_fail("inbox %ld not empty at the end", t);
 	}
@@ -202,8 +249,13 @@ int main(int argc, char **argv)
 		pthread_mutex_destroy(&boxes[t].lock);
 	free(boxes);
 	free(w);
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		bench_fail("getrusage failed");
 	bench_metric("seconds", secs, "s");
 	bench_metric("ops_per_sec", threads * iters / secs, "ops/s");
 	bench_metric("cross_freed_pct", 100.0 * remote / freed, "%");
+	bench_metric("live_max_kb", live_max / 1024.0, "KiB");
+	bench_metric("peak_over_live",
+		     (double)ru.ru_maxrss / (live_max / 1024.0), "x");
 	return bench_check_ok();
 }
