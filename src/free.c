@@ -51,20 +51,26 @@ void tl_secure_modified(const void *block)
 typedef uint64_t fill_chunk __attribute__((vector_size(16)));
 
 /* Whether a block marked filled still holds TL_SECURE_FILL past its first
- * two words (a block marked so is at most TL_SECURE_FILL_MAX).  Blocks are
- * 16-byte aligned and their sizes multiples of 16: the fill is whole
- * chunks of 16, read as such (no scalar head or tail to handle). */
-static bool fill_intact(const tl_page *page, const tl_block *block)
+ * two words, up to `upto` bytes into it (at most the block; a block
+ * marked so is at most TL_SECURE_FILL_MAX).  Blocks are 16-byte aligned
+ * and their sizes multiples of 16: the fill is whole 16-byte chunks. */
+static bool fill_intact_upto(const tl_page *page, const tl_block *block,
+			     size_t upto)
 {
 	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
 	const fill_chunk fill = { word, word };
 	const fill_chunk *c = (const fill_chunk *)(block + 1);
-	const fill_chunk *end =
-		(const fill_chunk *)((const uint8_t *)block + page->block_size);
+	size_t n = upto < page->block_size ? upto : page->block_size;
+	const fill_chunk *end = (const fill_chunk *)((const uint8_t *)block + n);
 	fill_chunk diff = { 0, 0 };
 	for (; c < end; c++)
 		diff |= *c ^ fill;
 	return (diff[0] | diff[1]) == 0;
+}
+
+static bool fill_intact(const tl_page *page, const tl_block *block)
+{
+	return fill_intact_upto(page, block, page->block_size);
 }
 
 /* A block marked filled must still hold its fill when malloc takes it;
@@ -463,6 +469,27 @@ static TL_ALWAYS_INLINE void free_remote(tl_page *page, tl_block *block,
 }
 
 #if TL_SECURE
+/* The bytes of the freed block that tl_quarantine_recheck looks at: its
+ * first cache line, which its link and mark share, where a dangling
+ * pointer to a struct finds its first fields.  (Its cost, and that of 256
+ * bytes: docs/secure.md, "What it costs".) */
+#define TL_RECHECK_BYTES 64
+
+void tl_quarantine_recheck(tl_heap *heap, const char *call)
+{
+	tl_block *block = heap->quarantine_newest;
+	heap->quarantine_newest = NULL;
+	if (tl_unlikely(!tl_quarantine_intact(block)))
+		tl_fatal(call, block, "freed block modified (write after free)");
+	tl_page *page = tl_page_of(tl_segment_of(block), block);
+	uintptr_t d = block->mark ^ TL_SECURE_QUARANTINED ^
+		      tl_free_mark(page, block);
+	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
+			(d == 0 && !fill_intact_upto(page, block,
+						     TL_RECHECK_BYTES))))
+		tl_fatal(call, block, "freed block modified (write after free)");
+}
+
 void tl_free_released(tl_heap *heap, tl_block *block)
 {
 	tl_page *page = tl_page_of(tl_segment_of(block), block);

@@ -12,6 +12,12 @@
  * a double free (the block carries the quarantine's mark), where without
  * the quarantine it might already free the block's next owner.
  *
+ * The block a thread freed last is looked at again at the thread's next
+ * malloc or free (option secure_recheck; free.c, tl_quarantine_recheck):
+ * its link, its mark and the fill of its first 64 bytes.  The usual dangling
+ * pointer is written right after the free; held in the ring, the block
+ * would show it only N frees later, or never in a program that ends first.
+ *
  * Only blocks of small and medium pages that free fills or marks (free.c,
  * tl_free_owned and free_remote), only in thread heaps.  Quarantined
  * blocks count as live in the statistics and keep their pages; a thread's
@@ -20,37 +26,33 @@
 #include "tlmalloc/internal.h"
 
 #if TL_SECURE
-/* The link a quarantined block holds while it waits. */
-static tl_block *waiting_link(uintptr_t mark)
-{
-	return (tl_block *)~mark;
-}
 
 bool tl_quarantine_hold(tl_block *block, uintptr_t mark, uint32_t n)
 {
 	tl_heap *heap = tl_heap_local;
 	if (!tl_heap_is_thread_heap(heap))
 		return false;
+	if (heap->quarantine_newest != NULL)
+		tl_quarantine_recheck(heap, "free");
 	block->mark = mark ^ TL_SECURE_QUARANTINED;
-	block->next = waiting_link(block->mark);
+	block->next = tl_quarantine_link(block->mark);
 	uint32_t at = heap->quarantine_at;
 	if (at >= n)	/* the option was lowered */
 		at = 0;
 	tl_block *out = heap->quarantine[at];
 	heap->quarantine[at] = block;
 	heap->quarantine_at = at + 1;
+	if (tl_option(TL_OPT_secure_recheck))
+		heap->quarantine_newest = block;
 	if (out != NULL)
 		tl_free_released(heap, out);
 	return true;
 }
 
-bool tl_quarantine_intact(const tl_block *block)
-{
-	return block->next == waiting_link(block->mark);
-}
 
 void tl_quarantine_flush(tl_heap *heap)
 {
+	heap->quarantine_newest = NULL;
 	for (uint32_t i = 0; i < TL_QUARANTINE_MAX; i++) {
 		tl_block *out = heap->quarantine[i];
 		heap->quarantine[i] = NULL;

@@ -195,8 +195,18 @@ static inline void *tl_malloc_local(size_t size)
 #if TL_SECURE
 #undef tl_heap_malloc
 #undef tl_malloc_local
+/* The block the thread freed last, checked again before its next malloc
+ * (option secure_recheck, quarantine.c). */
+static inline void tl_malloc_recheck(void)
+{
+	tl_heap *local = tl_heap_local;
+	if (tl_unlikely(local->quarantine_newest != NULL))
+		tl_quarantine_recheck(local, "malloc");
+}
+
 static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 {
+	tl_malloc_recheck();
 	size_t tail = tl_canary_tail();
 	if (tail == 0)
 		return tl_heap_malloc_inner(heap, size);
@@ -207,6 +217,7 @@ static inline void *tl_heap_malloc(tl_heap *heap, size_t size)
 /* The secure build's malloc of size bytes with its canary, if any. */
 static inline void *tl_malloc_canary(size_t size)
 {
+	tl_malloc_recheck();
 	size_t tail = tl_canary_tail();
 	if (tail == 0)
 		return tl_malloc_local_inner(size);

@@ -773,8 +773,21 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * on).  The block pushed out, if any, is freed for real
  * (tl_free_released). */
 bool tl_quarantine_hold(tl_block *block, uintptr_t mark, uint32_t n);
-/* Whether a quarantined block's link is as the quarantine left it. */
-bool tl_quarantine_intact(const tl_block *block);
+/* The link a quarantined block holds while it waits (its mark's
+ * complement), and whether it still holds it. */
+static inline tl_block *tl_quarantine_link(uintptr_t mark)
+{
+	return (tl_block *)~mark;
+}
+
+static inline bool tl_quarantine_intact(const tl_block *block)
+{
+	return block->next == tl_quarantine_link(block->mark);
+}
+/* Check again the block heap's thread freed last (heap->quarantine_newest,
+ * not NULL), at that thread's next call (malloc or free), and forget it:
+ * a write into it since its free is reported as call's. */
+void tl_quarantine_recheck(tl_heap *heap, const char *call) TL_NOINLINE;
 /* Free every block of heap's quarantine for real (thread exit). */
 void tl_quarantine_flush(tl_heap *heap);
 /* Free for real a block that leaves a quarantine of heap; checks that its

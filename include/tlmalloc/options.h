@@ -106,6 +106,15 @@
 	  "free in its time there is reported on stderr, then abort, even "  \
 	  "if no malloc reuses the block; 0 checks its first 16 bytes only " \
 	  "(faster).  Other builds take 0 alone.")                           \
+	X(secure_recheck, TL_SECURE, 0, TL_SECURE,                           \
+	  "The secure variant's second look at the block a thread freed "    \
+	  "last, while the quarantine holds it: 1 (its default) checks it "  \
+	  "again at the thread's next malloc or free (its link, its mark "   \
+	  "and its fill up to 64 bytes in), so a write through a dangling "  \
+	  "pointer right after the free is reported on stderr at once, "     \
+	  "then abort, and not only when the block leaves the quarantine; "  \
+	  "0 does not.  Nothing with secure_quarantine 0.  Other builds "    \
+	  "take 0 alone.")                                                   \
 	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
 	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
 	  "default) unmaps one at its free, so that a read or write after "  \

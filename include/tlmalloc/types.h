@@ -350,6 +350,10 @@ struct tl_heap {
 	/* The quarantine's ring of freed blocks (quarantine.c). */
 	struct tl_block *quarantine[TL_QUARANTINE_MAX];
 	uint32_t quarantine_at;
+	/* The block the thread freed last, in the ring, while its next
+	 * malloc or free has not checked it again (option secure_recheck):
+	 * NULL otherwise. */
+	struct tl_block *quarantine_newest;
 #endif
 	/*
 	 * Kept when the struct is reused for another thread (tl_heap_init

@@ -49,7 +49,8 @@ static inline void child_drain(int fd, char *buf, size_t size)
 }
 
 /*
- * Run `self name child` with env (NAME=value, or NULL) added; returns its
+ * Run `self name child` with env (NAME=value, several separated by
+ * spaces, or NULL) added; returns its
  * wait status.  out and err may be NULL.  stderr is read after stdout: the
  * children here write little to stdout.
  */
@@ -65,8 +66,18 @@ static inline int child_run(const char *name, const char *env, char *out,
 		dup2(pe[1], 2);
 		close(po[0]);
 		close(pe[0]);
-		if (env != NULL)
-			putenv((char *)env);
+		static char vars[512];	/* putenv keeps pointers into it */
+		if (env != NULL) {
+			CHECK(strlen(env) < sizeof(vars));
+			strcpy(vars, env);
+			for (char *v = vars, *end; *v != '\0'; v = end) {
+				end = v + strcspn(v, " ");
+				if (*end != '\0')
+					*end++ = '\0';
+				if (*v != '\0')
+					putenv(v);
+			}
+		}
 		const char *emulator = getenv("TL_TEST_EMULATOR");
 		if (emulator != NULL)
 			execl(emulator, emulator, child_self, name, "child",

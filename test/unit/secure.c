@@ -13,19 +13,29 @@
  *                                that follow must not hand out the forged
  *                                pointer
  *   use_after_free_link_missed   a write into a freed block's link (found
- *                                when it leaves the quarantine; without
- *                                the quarantine, when malloc pops it)
+ *                                at the thread's next malloc, malloc(0x...):
+ *                                freed block modified (write after free);
+ *                                with secure_recheck 0, when it leaves the
+ *                                quarantine; without the quarantine, when
+ *                                malloc pops it)
  *   interior_free_missed         free of a pointer into the middle of a block
  *   write_after_free_missed      a byte written into a freed block past its
- *                                first two words, found when it leaves the
+ *                                first two words: in its first 64 bytes
+ *                                (a block of 48), found at the thread's
+ *                                next malloc; further in (the last byte of
+ *                                a 64 KiB block, the fill's limit), or with
+ *                                secure_recheck 0, when it leaves the
  *                                quarantine (free(0x...): quarantined block
- *                                modified (write after free)), for blocks of
- *                                48 bytes and of 64 KiB (the fill's limit);
- *                                without the quarantine, when malloc reuses
- *                                it (malloc(0x...): free block modified ...)
+ *                                modified (write after free)); without the
+ *                                quarantine, when malloc reuses it
+ *                                (malloc(0x...): free block modified ...)
  *   write_after_free_unreused_missed  the same write into a block that no
- *                                malloc reuses afterwards: found when it
- *                                leaves the quarantine
+ *                                malloc reuses afterwards: found at the
+ *                                thread's next malloc (with secure_recheck
+ *                                0, when it leaves the quarantine)
+ *   recheck_at_free_missed       a write into the block freed last, then a
+ *                                free: found there (free(0x...): freed
+ *                                block modified (write after free))
  *   canary_overflow_missed       one byte written past a 24-byte block (a
  *                                32-byte class: in the slack), then free;
  *                                also 8 bytes past a 100-byte block, one
@@ -63,11 +73,12 @@
  *                                goes unreported (and usable sizes are the
  *                                blocks'); tl_option_set changes nothing
  *                                after the first malloc
- *   quarantine_check_option_ignored  with secure_quarantine_check 0 that
- *                                write into a block not reused goes
- *                                unreported
- *   fill_check_option_ignored    with secure_fill_check and
- *                                secure_quarantine_check 0 the same write
+ *   quarantine_check_option_ignored  with secure_quarantine_check and
+ *                                secure_recheck 0 that write into a block
+ *                                not reused goes unreported
+ *   fill_check_option_ignored    with secure_fill_check,
+ *                                secure_quarantine_check and secure_recheck
+ *                                0 the same write
  *                                goes unreported; fresh blocks and blocks
  *                                freed with secure_fill 0 are not checked
  *   fill_missing                 a freed block (up to 64 KiB) is filled
@@ -267,8 +278,20 @@ static void write_after_free_unreused_child(void)
 	char *volatile p = malloc(128);
 	CHECK(p != NULL);
 	free(p);
-	p[65] = 'a';
+	p[40] = 'a';	/* in its first 64 bytes: the recheck's */
 	push_out_quarantine();	/* of 16-byte blocks */
+	printf("not detected\n");
+}
+
+/* A write into the block freed last, then a free of another block. */
+static void recheck_at_free_child(void)
+{
+	char *volatile p = malloc(100);
+	char *q = malloc(100);
+	CHECK(p != NULL && q != NULL);
+	free(p);
+	p[20] = 'a';
+	free(q);
 	printf("not detected\n");
 }
 
@@ -366,9 +389,13 @@ static void overrun_into_link_missed(void)
 
 static void use_after_free_link_missed(void)
 {
-	/* in the quarantine, the link is checked when the block leaves it */
-	child_expect_abort("use_after_free_link_missed", "free",
-			   "quarantined block modified (write after free)");
+	/* in the quarantine, the link is checked at the next malloc, or
+	 * when the block leaves it */
+	child_expect_abort("use_after_free_link_missed", "malloc",
+			   "freed block modified (write after free)");
+	child_expect_abort_env("use_after_free_link_missed",
+			       "TLMALLOC_SECURE_RECHECK=0", "free",
+			       "quarantined block modified (write after free)");
 	child_expect_abort_env("use_after_free_link_missed",
 			       "TLMALLOC_SECURE_QUARANTINE=0", "malloc",
 			       "free list corrupted");
@@ -376,8 +403,12 @@ static void use_after_free_link_missed(void)
 
 static void write_after_free_missed(void)
 {
-	child_expect_abort("write_after_free_missed", "free",
-			   "quarantined block modified (write after free)");
+	child_expect_abort("write_after_free_missed", "malloc",
+			   "freed block modified (write after free)");
+	child_expect_abort_env("write_after_free_missed",
+			       "TLMALLOC_SECURE_RECHECK=0", "free",
+			       "quarantined block modified (write after free)");
+	/* past the first 64 bytes: when it leaves the quarantine */
 	child_expect_abort("write_after_free_large_missed", "free",
 			   "quarantined block modified (write after free)");
 	child_expect_abort_env("write_after_free_missed",
@@ -576,13 +607,23 @@ static void usable_size_of_24_child(void)
 	printf("%zu\n", malloc_usable_size(malloc(24)));
 }
 
+static void write_after_free_unreused_late_missed(void)
+{
+	/* with secure_recheck 0, when it leaves the quarantine */
+	child_expect_abort_env("write_after_free_unreused_missed",
+			       "TLMALLOC_SECURE_RECHECK=0", "free",
+			       "quarantined block modified (write after free)");
+}
+
 static void quarantine_check_option_ignored(void)
 {
 	long v = -1;
 	CHECK(tl_option_get("secure_quarantine_check", &v) == 0 && v == 1);
+	CHECK(tl_option_get("secure_recheck", &v) == 0 && v == 1);
 	char out[256], err[256];
 	int st = child_run("write_after_free_unreused_missed",
-			   "TLMALLOC_SECURE_QUARANTINE_CHECK=0", out,
+			   "TLMALLOC_SECURE_QUARANTINE_CHECK=0 "
+			   "TLMALLOC_SECURE_RECHECK=0", out,
 			   sizeof(out), err, sizeof(err));
 	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
 	       strstr(out, "not detected") != NULL,
@@ -595,6 +636,7 @@ static void fill_check_option_ignored(void)
 	CHECK(tl_option_get("secure_fill_check", &v) == 0 && v == 1);
 	CHECK(tl_option_set("secure_fill_check", 0) == 0);
 	CHECK(tl_option_set("secure_quarantine_check", 0) == 0);
+	CHECK(tl_option_set("secure_recheck", 0) == 0);
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill_check", 1) == 0);
 	/* fresh blocks hold no fill; nor do blocks freed unfilled */
@@ -604,6 +646,7 @@ static void fill_check_option_ignored(void)
 	write_after_free(48);
 	CHECK(tl_option_set("secure_fill", 1) == 0);
 	CHECK(tl_option_set("secure_quarantine_check", 1) == 0);
+	CHECK(tl_option_set("secure_recheck", 1) == 0);
 	CHECK(tl_option_set("secure_fill_check", 2) == EINVAL);
 }
 
@@ -925,8 +968,11 @@ static const struct test_case cases[] = {
 		   "free", "not the start of a block"),
 	TEST_CHILD(write_after_free_missed, write_after_free_child),
 	TEST_DEATH(write_after_free_unreused_missed,
-		   write_after_free_unreused_child, "free",
-		   "quarantined block modified (write after free)"),
+		   write_after_free_unreused_child, "malloc",
+		   "freed block modified (write after free)"),
+	TEST_CASE(write_after_free_unreused_late_missed),
+	TEST_DEATH(recheck_at_free_missed, recheck_at_free_child, "free",
+		   "freed block modified (write after free)"),
 	TEST_CASE(quarantine_check_option_ignored),
 	TEST_CASE(fill_check_option_ignored),
 	TEST_CHILD(double_free_after_reuse_missed,
