@@ -92,21 +92,74 @@ void *tl_canary_set(void *p, size_t n, size_t tail)
 	return p;
 }
 
-size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
+/* Whether live block p's size and canary are intact; its size in *n. */
+static bool canary_intact(const tl_page *page, const void *p, size_t *n)
 {
 	const uint8_t *b = p;
 	uint16_t size;
 	uint64_t found;
 	memcpy(&size, b + page->block_size - sizeof(size), sizeof(size));
-	if (tl_unlikely(size > page->block_size - TL_CANARY_TAIL))
-		tl_fatal(call, p, "canary overwritten (buffer overflow)");
+	if (size > page->block_size - TL_CANARY_TAIL)
+		return false;
 	memcpy(&found, b + size, sizeof(found));
 	size_t room = page->block_size - sizeof(size) - size;
 	uint64_t mask = room >= TL_CANARY_MAX ? ~(uint64_t)0
 					      : ((uint64_t)1 << (8 * room)) - 1;
-	if (tl_unlikely(((in_memory_order(found) ^ canary_of(page, p)) &
-			 mask) != 0))
+	*n = size;
+	return ((in_memory_order(found) ^ canary_of(page, p)) & mask) == 0;
+}
+
+size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
+{
+	size_t n;
+	if (tl_unlikely(!canary_intact(page, p, &n)))
 		tl_fatal(call, p, "canary overwritten (buffer overflow)");
-	return size;
+	return n;
+}
+
+/*
+ * With the option secure_underflow on, an underflow of a block (a write
+ * before its start) lands in the last
+ * bytes of the block before it in the page: a live one's size and canary,
+ * or a free one's tail of fill (TL_SECURE_TAIL bytes, which every free
+ * block of 32 bytes or more holds: internal.h, tl_secure_fill_tail; a
+ * 16-byte block's last bytes are its mark, whose change makes it look
+ * live, and its canary then fails).  Looked at when the block after it is freed
+ * (free.c), while the process has one thread: glibc's
+ * __libc_single_threaded, cleared for good by the first pthread_create
+ * (and 0 where the C library has no such flag: musl, a static program
+ * that does not link it).  With threads, the block before may be freed,
+ * handed out or reallocated by another thread as it is read, and a
+ * half-written tail must never be taken for an underflow.
+ */
+extern char __libc_single_threaded __attribute__((weak));
+
+void tl_canary_check_before(const char *call, const tl_page *page,
+			    const void *p)
+{
+	if (&__libc_single_threaded == NULL || !__libc_single_threaded)
+		return;
+	size_t bs = page->block_size;
+	if ((uintptr_t)p - (uintptr_t)page->start < bs)
+		return;		/* the page's first block */
+	const tl_block *before = (const tl_block *)((const uint8_t *)p - bs);
+	uintptr_t d = before->mark ^ tl_free_mark(page, before);
+	bool intact;
+	if (d <= (TL_SECURE_QUARANTINED | TL_SECURE_UNFILLED)) {
+		/* free: its tail of fill */
+		if (bs < 2 * TL_SECURE_TAIL)
+			return;
+		const uint64_t fill = 0x0101010101010101ull * TL_SECURE_FILL;
+		uint64_t last[TL_SECURE_TAIL / sizeof(uint64_t)];
+		memcpy(last, (const uint8_t *)before + bs - TL_SECURE_TAIL,
+		       TL_SECURE_TAIL);
+		intact = last[0] == fill && last[1] == fill;
+	} else {
+		size_t n;
+		intact = canary_intact(page, before, &n);
+	}
+	if (tl_unlikely(!intact))
+		tl_fatal(call, p, "the bytes before the block were overwritten "
+				  "(buffer underflow)");
 }
 #endif

@@ -299,17 +299,22 @@ static void sized_check(const char *call, const void *p, size_t size,
 
 /* The mark a freed block gets: the secure build fills the block (its
  * first two words are the link and the mark), or marks it unfilled. */
-static uintptr_t fill_freed(const tl_page *page, tl_block *block,
-			    uintptr_t mark)
+static TL_ALWAYS_INLINE uintptr_t fill_freed(const tl_page *page,
+					     tl_block *block, uintptr_t mark)
 {
 #if TL_SECURE
 	size_t bs = page->block_size;
-	if (bs <= TL_SECURE_FILL_MAX && tl_canary_tail() != 0)
+	if (bs <= TL_SECURE_FILL_MAX && tl_canary_tail() != 0) {
 		tl_canary_check("free", page, block);
-	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill))
+		if (tl_option(TL_OPT_secure_underflow))
+			tl_canary_check_before("free", page, block);
+	}
+	if (bs <= TL_SECURE_FILL_MAX && tl_option(TL_OPT_secure_fill)) {
 		memset(block + 1, TL_SECURE_FILL, bs - sizeof(tl_block));
-	else
+	} else {
 		mark ^= TL_SECURE_UNFILLED;
+		tl_secure_fill_tail(page, block);
+	}
 #else
 	(void)page;
 	(void)block;

@@ -139,6 +139,7 @@ static void carve(tl_page *page, uint8_t *first, uint32_t n)
 		tl_block *b = (tl_block *)(first + order[i] * bs);
 		b->next = tl_link_encode(page, b, next);
 		b->mark = tl_free_mark(page, b) ^ TL_SECURE_UNFILLED;
+		tl_secure_fill_tail(page, b);
 		next = b;
 	}
 	page->free = next;
@@ -267,7 +268,12 @@ void tl_page_purge_free(tl_page *page)
 	     b = tl_link_decode(page, b, b->next)) {
 		uintptr_t lo = ((uintptr_t)b + sizeof(tl_block) + ps - 1) &
 			       ~(uintptr_t)(ps - 1);
-		uintptr_t hi = ((uintptr_t)b + bs) & ~(uintptr_t)(ps - 1);
+		uintptr_t end = (uintptr_t)b + bs;
+#if TL_SECURE	/* the fill's tail stays (tl_secure_fill_tail) */
+		if (bs <= TL_SECURE_FILL_MAX)
+			end -= TL_SECURE_TAIL;
+#endif
+		uintptr_t hi = end & ~(uintptr_t)(ps - 1);
 		if (hi > lo) {
 			tl_os_purge((void *)lo, hi - lo);
 			purged += hi - lo;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tlmalloc/diag.h"
 #include "tlmalloc/types.h"
@@ -763,6 +764,21 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * (tl_secure_take_filled, option secure_fill_check).
  */
 #define TL_SECURE_UNFILLED ((uintptr_t)1)
+/*
+ * Every free block of a page with canaries (up to TL_SECURE_FILL_MAX, of
+ * 32 bytes or more) ends in TL_SECURE_TAIL bytes of TL_SECURE_FILL,
+ * filled or not: written at carve, by a free without fill, and kept by
+ * the purge (page.c).  An underflow of the block after it changes them
+ * (canary.c, tl_canary_check_before).
+ */
+#define TL_SECURE_TAIL ((size_t)16)
+static inline void tl_secure_fill_tail(const tl_page *page, void *block)
+{
+	size_t bs = page->block_size;
+	if (bs >= 2 * TL_SECURE_TAIL && bs <= TL_SECURE_FILL_MAX)
+		memset((uint8_t *)block + bs - TL_SECURE_TAIL, TL_SECURE_FILL,
+		       TL_SECURE_TAIL);
+}
 /* A block held in a quarantine (quarantine.c) carries its free mark ^
  * TL_SECURE_QUARANTINED: a free of it is a double free. */
 #define TL_SECURE_QUARANTINED ((uintptr_t)2)
@@ -855,6 +871,11 @@ void *tl_canary_set(void *p, size_t n, size_t tail) TL_NOINLINE;
  * its canary (aborts naming call when it was overwritten). */
 size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
 	TL_NOINLINE;
+/* The tail of the block before p in its page (a live one's canary, a
+ * freed one's fill), while the process has one thread; aborts naming call
+ * and p when an underflow of p overwrote it (canary.c). */
+void tl_canary_check_before(const char *call, const tl_page *page,
+			    const void *p) TL_NOINLINE;
 
 /* What malloc asks for a request of size bytes: the tail added up to
  * TL_SECURE_FILL_MAX (the blocks past it carry no canary). */

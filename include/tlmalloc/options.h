@@ -115,6 +115,14 @@
 	  "then abort, and not only when the block leaves the quarantine; "  \
 	  "0 does not.  Nothing with secure_quarantine 0.  Other builds "    \
 	  "take 0 alone.")                                                   \
+	X(secure_underflow, TL_SECURE, 0, TL_SECURE,                         \
+	  "The secure variant's check for underflows: 1 (its default) "     \
+	  "checks, when a block up to 64 KiB is freed, the last bytes of "   \
+	  "the block before it in its page (a live one's canary, a free "    \
+	  "one's fill), so a write before the block's start is reported "    \
+	  "on stderr, then abort; only while the process has one thread "    \
+	  "(with more, that block may change under the check).  0 does "     \
+	  "not.  Other builds take 0 alone.")                                \
 	X(secure_huge_unmap, TL_SECURE, 0, TL_SECURE,                        \
 	  "The secure variant's huge blocks (above 128 KiB): 1 (its "        \
 	  "default) unmaps one at its free, so that a read or write after "  \

@@ -53,10 +53,24 @@
  *                                already freed)
  *   sized_free_larger_missed     free_sized with one byte more than malloc
  *                                was asked for, in the same class
+ *   underflow_live_missed        one byte written before a block whose
+ *                                page neighbour before it is live (its
+ *                                canary), then the block freed (free(0x...):
+ *                                the bytes before the block were
+ *                                overwritten (buffer underflow)); also 32
+ *                                bytes before it
+ *   underflow_freed_missed       the same with that neighbour freed (its
+ *                                fill's tail), with and without fill
+ *   underflow_fresh_missed       the same with that neighbour never handed
+ *                                out (the tail its carve wrote)
  * and, living cases:
  *   quarantine_reuses_early      a freed block is not handed out again in
  *                                the next 63 mallocs and frees of its size
  *                                (secure_quarantine 64); with 0, at once
+ *   underflow_seen_with_threads  once a thread was created, that underflow
+ *                                goes unreported (the neighbour may change
+ *                                under the check: docs/secure.md); so it
+ *                                does with secure_underflow 0
  *   canary_usable_size_wrong     malloc_usable_size says the requested size
  *                                (up to 64 KiB - 8); every one of those
  *                                bytes may be written; realloc in place
@@ -293,6 +307,127 @@ static void recheck_at_free_child(void)
 	p[20] = 'a';
 	free(q);
 	printf("not detected\n");
+}
+
+/* UNDER_N blocks of UNDER_SIZE bytes, of one page: a young group's first
+ * carve of 32 (design.md, "Young groups"), so some are neighbours and
+ * some follow a block never handed out; returns the block size. */
+enum { UNDER_SIZE = 100, UNDER_N = 24 };
+static char *under[UNDER_N];
+
+static size_t under_blocks(void)
+{
+	size_t bs = SIZE_MAX;
+	for (int i = 0; i < UNDER_N; i++)
+		CHECK((under[i] = malloc(UNDER_SIZE)) != NULL);
+	for (int i = 0; i < UNDER_N; i++)
+		for (int j = 0; j < UNDER_N; j++)
+			if (under[j] > under[i] &&
+			    (size_t)(under[j] - under[i]) < bs)
+				bs = (size_t)(under[j] - under[i]);
+	CHECK(bs >= UNDER_SIZE && bs < 2 * UNDER_SIZE);
+	return bs;
+}
+
+/* One of under[] whose neighbour before it is (taken 1) or is not (0)
+ * one of under[], in the same 64 KiB page. */
+static char *under_after(size_t bs, int taken)
+{
+	for (int i = 0; i < UNDER_N; i++) {
+		char *q = under[i];
+		int found = 0;
+		if (((uintptr_t)q & 0xffff) < bs)
+			continue;	/* the page's first block */
+		for (int j = 0; j < UNDER_N; j++)
+			found |= under[j] == q - bs;
+		if (found == taken)
+			return q;
+	}
+	CHECKF(0, "no block with its neighbour %s", taken ? "taken" : "fresh");
+	return NULL;
+}
+
+static void underflow_live_child(void)
+{
+	char *q = under_after(under_blocks(), 1);
+	q[-1] = 'x';
+	free(q);
+	printf("not detected\n");
+}
+
+static void underflow_live_32_child(void)
+{
+	char *q = under_after(under_blocks(), 1);
+	memset(q - 32, 'x', 32);
+	free(q);
+	printf("not detected\n");
+}
+
+static void underflow_freed_child(void)
+{
+	size_t bs = under_blocks();
+	char *q = under_after(bs, 1);
+	free(q - bs);
+	q[-1] = 'x';
+	free(q);
+	printf("not detected\n");
+}
+
+static void underflow_fresh_child(void)
+{
+	char *q = under_after(under_blocks(), 0);
+	q[-1] = 'x';
+	free(q);
+	printf("not detected\n");
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static void underflow_threads_child(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, nothing, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	char *q = under_after(under_blocks(), 1);
+	q[-1] = 'x';
+	free(q);
+	printf("not detected\n");
+}
+
+#define UNDERFLOW "the bytes before the block were overwritten (buffer " \
+		  "underflow)"
+
+static void underflow_live_missed(void)
+{
+	child_expect_abort("underflow_live", "free", UNDERFLOW);
+	child_expect_abort("underflow_live_32", "free", UNDERFLOW);
+}
+
+static void underflow_freed_missed(void)
+{
+	child_expect_abort("underflow_freed", "free", UNDERFLOW);
+	child_expect_abort_env("underflow_freed", "TLMALLOC_SECURE_FILL=0",
+			       "free", UNDERFLOW);
+}
+
+static void underflow_seen_with_threads(void)
+{
+	char out[256], err[256];
+	int st = child_run("underflow_threads", NULL, out, sizeof(out), err,
+			   sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "status %d, stderr: %s", st, err);
+	long v = -1;
+	CHECK(tl_option_get("secure_underflow", &v) == 0 && v == 1);
+	st = child_run("underflow_live", "TLMALLOC_SECURE_UNDERFLOW=0", out,
+		       sizeof(out), err, sizeof(err));
+	CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	       strstr(out, "not detected") != NULL,
+	       "option 0: status %d, stderr: %s", st, err);
 }
 
 static void overflow_child(void)
@@ -981,6 +1116,11 @@ static const struct test_case cases[] = {
 	TEST_CASE(canary_overflow_missed),
 	TEST_DEATH(sized_free_larger_missed, sized_free_larger_child,
 		   "free_sized", "size 21 does not match the block (20 bytes)"),
+	TEST_CASE(underflow_live_missed),
+	TEST_CASE(underflow_freed_missed),
+	TEST_DEATH(underflow_fresh_missed, underflow_fresh_child, "free",
+		   UNDERFLOW),
+	TEST_CASE(underflow_seen_with_threads),
 	TEST_CASE(canary_usable_size_wrong),
 	TEST_CASE(canary_nul_missing),
 	TEST_CASE(canary_first_byte_zero),
@@ -1001,6 +1141,10 @@ static const struct test_case cases[] = {
 	{ "write_after_free_large_missed", NULL, write_after_free_large_child,
 	  NULL, NULL },
 	{ "overflow_1", NULL, overflow_child, NULL, NULL },
+	{ "underflow_live", NULL, underflow_live_child, NULL, NULL },
+	{ "underflow_live_32", NULL, underflow_live_32_child, NULL, NULL },
+	{ "underflow_freed", NULL, underflow_freed_child, NULL, NULL },
+	{ "underflow_threads", NULL, underflow_threads_child, NULL, NULL },
 	{ "overflow_8", NULL, overflow_8_child, NULL, NULL },
 	{ "overflow_last_8", NULL, overflow_last_8_child, NULL, NULL },
 	{ "overflow_last_100", NULL, overflow_last_100_child, NULL, NULL },
