@@ -19,7 +19,7 @@
  * cannot walk the owner's lists and confirms by the block's link, which in a
  * free block is NULL or another block of the page (the secure build's keyed
  * mark needs no confirmation there: user data matches it once in 2^64).
- * The secure build also fills freed blocks.
+ * The secure build also fills freed blocks (fill.c has the fill's checks).
  *
  * A sized free (tl_free_sized_slow, after the inline test of
  * tl_free_sized_local failed) also checks the size given against the
@@ -33,78 +33,6 @@
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
-#if TL_SECURE
-
-void tl_secure_corrupt(const void *block)
-{
-	tl_fatal("malloc", block,
-		 "free list corrupted (buffer overrun or use after free)");
-}
-
-void tl_secure_modified(const void *block)
-{
-	tl_fatal("malloc", block,
-		 "free block modified (buffer overrun or use after free)");
-}
-
-/* 16 bytes, compared as one (a vector register where there is one). */
-typedef uint64_t fill_chunk __attribute__((vector_size(16)));
-
-/* Whether a block marked filled still holds TL_SECURE_FILL past its first
- * two words, up to `upto` bytes into it (at most the block; a block
- * marked so is at most TL_SECURE_FILL_MAX).  Blocks are 16-byte aligned
- * and their sizes multiples of 16: the fill is whole 16-byte chunks. */
-static bool fill_intact_upto(const tl_page *page, const tl_block *block,
-			     size_t upto)
-{
-	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
-	const fill_chunk fill = { word, word };
-	const fill_chunk *c = (const fill_chunk *)(block + 1);
-	size_t n = upto < page->block_size ? upto : page->block_size;
-	const fill_chunk *end = (const fill_chunk *)((const uint8_t *)block + n);
-	fill_chunk diff = { 0, 0 };
-	for (; c < end; c++)
-		diff |= *c ^ fill;
-	return (diff[0] | diff[1]) == 0;
-}
-
-static bool fill_intact(const tl_page *page, const tl_block *block)
-{
-	return fill_intact_upto(page, block, page->block_size);
-}
-
-/* A block marked filled must still hold its fill when malloc takes it;
- * with secure_zero its bytes are zeroed in the same pass. */
-void tl_secure_take_filled(const tl_page *page, tl_block *block)
-{
-	if (!tl_option(TL_OPT_secure_zero)) {
-		if (tl_unlikely(!fill_intact(page, block)))
-			tl_fatal("malloc", block,
-				 "free block modified (write after free)");
-		return;
-	}
-	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
-	const fill_chunk fill = { word, word }, zero = { 0, 0 };
-	fill_chunk *c = (fill_chunk *)(block + 1);
-	fill_chunk *end = (fill_chunk *)((uint8_t *)block + page->block_size);
-	fill_chunk diff = { 0, 0 };
-	for (; c < end; c++) {
-		diff |= *c ^ fill;
-		*c = zero;
-	}
-	if (tl_unlikely((diff[0] | diff[1]) != 0) &&
-	    tl_option(TL_OPT_secure_fill_check))
-		tl_fatal("malloc", block,
-			 "free block modified (write after free)");
-	block->next = NULL;
-}
-
-void tl_secure_zero(const tl_page *page, tl_block *block)
-{
-	if (page->block_size <= TL_SECURE_FILL_MAX)
-		memset(block, 0, page->block_size);
-}
-#endif
 
 #if TL_CHECKS
 static bool list_holds(const tl_page *page, const tl_block *b,
@@ -474,27 +402,6 @@ static TL_ALWAYS_INLINE void free_remote(tl_page *page, tl_block *block,
 }
 
 #if TL_SECURE
-/* The bytes of the freed block that tl_quarantine_recheck looks at: its
- * first cache line, which its link and mark share, where a dangling
- * pointer to a struct finds its first fields.  (Its cost, and that of 256
- * bytes: docs/secure.md, "What it costs".) */
-#define TL_RECHECK_BYTES 64
-
-void tl_quarantine_recheck(tl_heap *heap, const char *call)
-{
-	tl_block *block = heap->quarantine_newest;
-	heap->quarantine_newest = NULL;
-	if (tl_unlikely(!tl_quarantine_intact(block)))
-		tl_fatal(call, block, "freed block modified (write after free)");
-	tl_page *page = tl_page_of(tl_segment_of(block), block);
-	uintptr_t d = block->mark ^ TL_SECURE_QUARANTINED ^
-		      tl_free_mark(page, block);
-	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
-			(d == 0 && !fill_intact_upto(page, block,
-						     TL_RECHECK_BYTES))))
-		tl_fatal(call, block, "freed block modified (write after free)");
-}
-
 void tl_free_released(tl_heap *heap, tl_block *block)
 {
 	tl_page *page = tl_page_of(tl_segment_of(block), block);
@@ -506,7 +413,8 @@ void tl_free_released(tl_heap *heap, tl_block *block)
 	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
 			!tl_quarantine_intact(block) ||
 			(d == 0 && tl_option(TL_OPT_secure_quarantine_check) &&
-			 !fill_intact(page, block))))
+			 !tl_secure_fill_intact(page, block,
+						page->block_size))))
 		tl_fatal("free", block,
 			 "quarantined block modified (write after free)");
 	/* a full page of the heap's own too goes by thread_free, which the

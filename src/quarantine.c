@@ -13,7 +13,7 @@
  * the quarantine it might already free the block's next owner.
  *
  * The block a thread freed last is looked at again at the thread's next
- * malloc or free (option secure_recheck; free.c, tl_quarantine_recheck):
+ * malloc or free (option secure_recheck; tl_quarantine_recheck, below):
  * its link, its mark and the fill of its first 64 bytes.  The usual dangling
  * pointer is written right after the free; held in the ring, the block
  * would show it only N frees later, or never in a program that ends first.
@@ -49,6 +49,27 @@ bool tl_quarantine_hold(tl_block *block, uintptr_t mark, uint32_t n)
 	return true;
 }
 
+
+/* The bytes of the freed block that tl_quarantine_recheck looks at: its
+ * first cache line, which its link and mark share, where a dangling
+ * pointer to a struct finds its first fields.  (Its cost, and that of 256
+ * bytes: docs/secure.md, "What it costs".) */
+#define TL_RECHECK_BYTES 64
+
+void tl_quarantine_recheck(tl_heap *heap, const char *call)
+{
+	tl_block *block = heap->quarantine_newest;
+	heap->quarantine_newest = NULL;
+	if (tl_unlikely(!tl_quarantine_intact(block)))
+		tl_fatal(call, block, "freed block modified (write after free)");
+	tl_page *page = tl_page_of(tl_segment_of(block), block);
+	uintptr_t d = block->mark ^ TL_SECURE_QUARANTINED ^
+		      tl_free_mark(page, block);
+	if (tl_unlikely(d > TL_SECURE_UNFILLED ||
+			(d == 0 && !tl_secure_fill_intact(page, block,
+						  TL_RECHECK_BYTES))))
+		tl_fatal(call, block, "freed block modified (write after free)");
+}
 
 void tl_quarantine_flush(tl_heap *heap)
 {
