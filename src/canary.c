@@ -118,19 +118,19 @@ size_t tl_canary_check(const char *call, const tl_page *page, const void *p)
 }
 
 /*
- * With the option secure_underflow on, an underflow of a block (a write
- * before its start) lands in the last
+ * An underflow of a block (a write before its start) lands in the last
  * bytes of the block before it in the page: a live one's size and canary,
  * or a free one's tail of fill (TL_SECURE_TAIL bytes, which every free
  * block of 32 bytes or more holds: internal.h, tl_secure_fill_tail; a
  * 16-byte block's last bytes are its mark, whose change makes it look
- * live, and its canary then fails).  Looked at when the block after it is freed
- * (free.c), while the process has one thread: glibc's
- * __libc_single_threaded, cleared for good by the first pthread_create
- * (and 0 where the C library has no such flag: musl, a static program
- * that does not link it).  With threads, the block before may be freed,
- * handed out or reallocated by another thread as it is read, and a
- * half-written tail must never be taken for an underflow.
+ * live, and its canary then fails).  With the option secure_underflow on,
+ * free looks at them (free.c, fill_freed), while the process has one
+ * thread: glibc's __libc_single_threaded, cleared for good by the first
+ * pthread_create (and never looked at where the C library has no such
+ * flag: musl, a static program that does not link it).  With threads, the
+ * block before may be freed, handed out or reallocated by another thread
+ * as it is read, and a half-written tail must never be taken for an
+ * underflow.
  */
 extern char __libc_single_threaded __attribute__((weak));
 
