@@ -93,6 +93,9 @@ def best_values(values: Sequence[float | None],
 
 
 ONCE_MARK = "†"
+# A standing row whose program reports its own live data (peak_over_live).
+LIVE_MARK = "‡"
+LIVE_METRIC = "peak_over_live"
 FASTPATH_TITLE = "Fast path: instructions per malloc+free pair (callgrind)"
 
 
@@ -290,11 +293,46 @@ def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
         cell.wall, next(((a, w) for a, w in ranked if a in peers), None))
     rss_text, rss_ratio = versus_peer(
         cell.maxrss_kb, leanest_peer(cells, workload.name, point, peers))
+    if cell.value(LIVE_METRIC) is not None and rss_ratio is not None:
+        rss_text += " " + LIVE_MARK
     ratios.append((workload.name, point, time_ratio, rss_ratio))
     return "| %s | %s | %s s | %s | %d of %d | %s (%s s) | %s | %s | %s |" % (
         workload.name, point, fmt_num(cell.wall), vs_glibc,
         names.index("tlmalloc") + 1, len(names), best, fmt_num(best_wall),
         time_text, rss, rss_text)
+
+
+def live_note(data: Results, cells: Cells,
+               peers: Sequence[str]) -> list[str]:
+    """Under the standing table: for the points whose program reports its
+    own live data, tlmalloc's peak RSS per byte of it beside the least of
+    the peers', since the live data itself moves with scheduling."""
+    parts = []
+    for workload in data.workloads:
+        for point in workload.points:
+            cell = cells.get((workload.name, point, "tlmalloc"))
+            mine = None if cell is None or cell.failed \
+                else cell.value(LIVE_METRIC)
+            if mine is None:
+                continue
+            theirs = [(v, name) for name in peers
+                      for c in [cells.get((workload.name, point, name))]
+                      if c is not None and not c.failed
+                      for v in [c.value(LIVE_METRIC)] if v is not None]
+            least = ""
+            if theirs:
+                v, name = min(theirs)
+                least = " (the least of the peers: %s %.2f)" % (name, v)
+            parts.append("`%s` %s: tlmalloc %.2f%s" % (
+                workload.name, point, mine, least))
+    if not parts:
+        return []
+    return ["", "%s: the program reports its own live data (`live_max_kb`, "
+            "the most its rings, sets or queues held), which moves with how "
+            "far its threads run ahead of each other as much as with the "
+            "allocator; the peak RSS per byte of it (`%s`, medians) compares "
+            "the allocators themselves: %s." % (
+                LIVE_MARK, LIVE_METRIC, "; ".join(parts))]
 
 
 def geomean(values: Sequence[float]) -> float:
@@ -422,7 +460,8 @@ def standing_section(data: Results, cells: Cells) -> list[str]:
               "| workload | point | tlmalloc | vs glibc | rank | fastest | "
               "vs fastest peer | peak RSS vs glibc | vs leanest peer |",
               "|---|---|---|---|---|---|---|---|---|"]
-    return lines + rows + peer_summary(ratios, peers) + budget
+    return lines + rows + peer_summary(ratios, peers) + \
+        live_note(data, cells, peers) + budget
 
 
 def paired_ratio(pairs: Sequence[tuple[float, float]]) -> str:

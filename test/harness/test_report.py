@@ -225,6 +225,28 @@ def test_against_the_peers_behind_and_failed():
     assert "furthest behind" not in section
 
 
+def test_live_data_marked():
+    """A point whose program reports peak_over_live gets the mark in its
+    RSS column and a note with tlmalloc's figure and the least peer's;
+    the others get neither."""
+    data = synthetic()
+    for run in data.runs:
+        if run.workload == "prodcons":
+            run.metrics["peak_over_live"] = {
+                "tlmalloc": 1.4, "glibc": 1.5, "tcmalloc": 1.2}[run.allocator]
+    section = standing(data)
+    row = next(line for line in section.splitlines()
+               if line.startswith("| prodcons |"))
+    assert row.endswith("(glibc) ‡ |")
+    loop = next(line for line in section.splitlines()
+                if line.startswith("| loop |"))
+    assert "‡" not in loop
+    assert "the peak RSS per byte of it (`peak_over_live`, medians) " \
+        "compares the allocators themselves: `prodcons` 16 pairs: " \
+        "tlmalloc 1.40 (the least of the peers: tcmalloc 1.20)." in section
+    assert "‡: the program reports" not in standing(synthetic())
+
+
 def test_against_the_peers_when_none_ran():
     data = synthetic()
     data.runs = [r for r in data.runs
