@@ -242,19 +242,20 @@ def peer_names(allocators: Sequence[Allocator]) -> list[str]:
             and not a.name.startswith("tlmalloc")]
 
 
-def leanest_peer(cells: Cells, workload: str, point: str,
-                 peers: Sequence[str]) -> tuple[str, float] | None:
-    """(peer, median peak RSS in KiB) of the leanest peer at the point;
-    None when no peer ran it.  (The fastest is the first peer of
-    ranking().)"""
-    sizes = [(cell.maxrss_kb, name) for name in peers
-             for cell in [cells.get((workload, point, name))]
-             if cell is not None and not cell.failed
-             and cell.maxrss_kb is not None]
-    if not sizes:
+def least_peer(cells: Cells, workload: str, point: str,
+               peers: Sequence[str],
+               measure: str = "maxrss_kb") -> tuple[str, float] | None:
+    """(peer, median) of the peer with the least of measure at the point
+    (by default the leanest: peak RSS in KiB); None when no peer has a
+    figure there.  (The fastest is the first peer of ranking().)"""
+    values = [(value, name) for name in peers
+              for cell in [cells.get((workload, point, name))]
+              if cell is not None and not cell.failed
+              for value in [cell.value(measure)] if value is not None]
+    if not values:
         return None
-    size, name = min(sizes, key=lambda item: item[0])
-    return name, size
+    value, name = min(values, key=lambda item: item[0])
+    return name, value
 
 
 def versus_peer(value: float | None,
@@ -292,7 +293,7 @@ def standing_row(cells: Cells, workload: WorkloadEntry, point: str,
     time_text, time_ratio = versus_peer(
         cell.wall, next(((a, w) for a, w in ranked if a in peers), None))
     rss_text, rss_ratio = versus_peer(
-        cell.maxrss_kb, leanest_peer(cells, workload.name, point, peers))
+        cell.maxrss_kb, least_peer(cells, workload.name, point, peers))
     if cell.value(LIVE_METRIC) is not None and rss_ratio is not None:
         rss_text += " " + LIVE_MARK
     ratios.append((workload.name, point, time_ratio, rss_ratio))
@@ -315,14 +316,10 @@ def live_note(data: Results, cells: Cells,
                 else cell.value(LIVE_METRIC)
             if mine is None:
                 continue
-            theirs = [(v, name) for name in peers
-                      for c in [cells.get((workload.name, point, name))]
-                      if c is not None and not c.failed
-                      for v in [c.value(LIVE_METRIC)] if v is not None]
-            least = ""
-            if theirs:
-                v, name = min(theirs)
-                least = " (the least of the peers: %s %.2f)" % (name, v)
+            theirs = least_peer(cells, workload.name, point, peers,
+                                LIVE_METRIC)
+            least = "" if theirs is None else \
+                " (the least of the peers: %s %.2f)" % theirs
             parts.append("`%s` %s: tlmalloc %.2f%s" % (
                 workload.name, point, mine, least))
     if not parts:
