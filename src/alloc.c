@@ -105,11 +105,14 @@ void *tl_alloc_aligned(size_t alignment, size_t size)
 	if (alignment <= TL_MIN_ALIGN)
 		return tl_malloc_local(size);
 #if TL_SECURE
-	/* the class must hold the canary's tail, which malloc adds back */
+	/* the class must hold the canary's tail, which malloc adds back;
+	 * the canary then goes right after the size asked for, where an
+	 * overflow reaches it first and a sized free finds that size */
 	size_t tail = tl_canary_tail();
 	unsigned cls = tl_aligned_class(alignment, tl_canary_ask(size, tail));
 	if (cls != 0)
-		return tl_malloc_local(tl_class_size[cls] - tail);
+		return tl_canary_set(tl_malloc_local(tl_class_size[cls] - tail),
+				     size, tail);
 #else
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (cls != 0)

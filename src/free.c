@@ -205,7 +205,8 @@ static void sized_check(const char *call, const void *p, size_t size,
 	unsigned cls = tl_aligned_class(alignment, size);
 	if (page->kind == TL_PAGE_HUGE) {
 		size_t usable = tl_huge_usable(seg, page);
-		if (p == page->start && (cls != 0 || size > usable))
+		/* no canary: the size given against the block's */
+		if (p == page->start && (cls != 0 || given > usable))
 			size_mismatch(call, p, given, usable);
 		return;
 	}
@@ -213,8 +214,12 @@ static void sized_check(const char *call, const void *p, size_t size,
 		return;
 #if TL_SECURE
 	if (tl_canary_tail() != 0 && tl_canary_page(page)) {
+		/* exact: a sized free must give the size asked for (C23's
+		 * free_sized, C++'s sized delete), and n is that size for
+		 * every block with a canary (realloc and the aligned family
+		 * set it too) */
 		size_t n = tl_canary_check(call, page, p);
-		if (given > n)
+		if (given != n)
 			size_mismatch(call, p, given, n);
 	}
 #endif

@@ -42,8 +42,10 @@
  *                                past an 8-byte block (a 0: with
  *                                secure_canary_nul 0), the 8th byte past
  *                                blocks of 8 and 100 bytes alone, and
- *                                realloc after an overflow (CALL(0x...):
- *                                canary overwritten (buffer overflow))
+ *                                realloc after an overflow, and one byte
+ *                                past a 100-byte block aligned to 64
+ *                                (CALL(0x...): canary overwritten (buffer
+ *                                overflow))
  *   double_free_after_reuse_missed  free(p), mallocs of its size, free(p):
  *                                the quarantine still holds p (without it,
  *                                checked too, p was handed out again and
@@ -53,6 +55,12 @@
  *                                already freed)
  *   sized_free_larger_missed     free_sized with one byte more than malloc
  *                                was asked for, in the same class
+ *   sized_free_smaller_missed    a sized free of less than was asked for,
+ *                                in the same class: free_sized(malloc(20),
+ *                                19), a `new char[8]` deleted with
+ *                                `delete` (size 1), an aligned block of
+ *                                100 bytes freed as 99 (CALL(0x...): size
+ *                                N does not match the block (M bytes))
  *   underflow_live_missed        one byte written before a block whose
  *                                page neighbour before it is live (its
  *                                canary), then the block freed (free(0x...):
@@ -77,7 +85,8 @@
  *   canary_usable_size_wrong     malloc_usable_size says the requested size
  *                                (up to 64 KiB - 8); every one of those
  *                                bytes may be written; realloc in place
- *                                moves the canary; aligned blocks keep it
+ *                                moves the canary; so do aligned blocks
+ *                                (the size asked for, not their class's)
  *   canary_nul_missing           the byte after a block's requested size
  *                                is 0: a string filling the block ends
  *                                there, and a 0 written there (an
@@ -489,6 +498,15 @@ static void overflow_last_100_child(void)
 	overflow_last(100);
 }
 
+static void overflow_aligned_child(void)
+{
+	char *volatile p = aligned_alloc(64, 100);
+	CHECK(p != NULL);
+	p[100] = 'x';
+	free(p);
+	printf("not detected\n");
+}
+
 static void overflow_full_child(void)
 {
 	char *volatile p = malloc(8);
@@ -533,6 +551,46 @@ static void sized_free_larger_child(void)
 	CHECK(p != NULL);
 	tl_free_sized(p, 21);
 	printf("not detected\n");
+}
+
+/* The C++ sized deletes and new[], by their mangled names. */
+void *_Znam(size_t n);
+void _ZdlPvm(void *p, size_t n);
+
+static void sized_free_smaller_child(void)
+{
+	char *p = malloc(20);
+	CHECK(p != NULL);
+	tl_free_sized(p, 19);
+	printf("not detected\n");
+}
+
+/* new char[8] released with delete, not delete[]: the size is 1. */
+static void delete_array_child(void)
+{
+	char *p = _Znam(8);
+	CHECK(p != NULL);
+	memset(p, 'b', 8);
+	_ZdlPvm(p, 1);
+	printf("not detected\n");
+}
+
+static void aligned_sized_smaller_child(void)
+{
+	void *p = aligned_alloc(64, 100);
+	CHECK(p != NULL);
+	tl_free_aligned_sized(p, 64, 99);
+	printf("not detected\n");
+}
+
+static void sized_free_smaller_missed(void)
+{
+	child_expect_abort("sized_free_smaller", "free_sized",
+			   "size 19 does not match the block (20 bytes)");
+	child_expect_abort("delete_array", "operator delete",
+			   "size 1 does not match the block (8 bytes)");
+	child_expect_abort("aligned_sized_smaller", "free_aligned_sized",
+			   "size 99 does not match the block (100 bytes)");
 }
 
 static void overrun_into_link_missed(void)
@@ -632,8 +690,9 @@ static void canary_overflow_missed(void)
 {
 	static const char *const names[] = { "overflow_1", "overflow_8",
 					     "overflow_last_8",
-					     "overflow_last_100" };
-	for (size_t i = 0; i < 4; i++)
+					     "overflow_last_100",
+					     "overflow_aligned" };
+	for (size_t i = 0; i < 5; i++)
 		child_expect_abort(names[i], "free",
 				   "canary overwritten (buffer overflow)");
 	child_expect_abort_env("overflow_full", "TLMALLOC_SECURE_CANARY_NUL=0",
@@ -664,12 +723,17 @@ static void canary_usable_size_wrong(void)
 	CHECK(q != NULL && malloc_usable_size(q) == 3);
 	memset(q, 'v', 3);
 	free(q);
-	/* an aligned block: the class holds the tail */
-	void *a = NULL;
-	CHECK(posix_memalign(&a, 64, 64) == 0);
-	CHECK(((uintptr_t)a & 63) == 0 && malloc_usable_size(a) >= 64);
-	memset(a, 'w', malloc_usable_size(a));
-	free(a);
+	/* aligned blocks: the size asked for too */
+	static const size_t aligned[] = { 1, 64, 100, 1000, 4096 };
+	for (size_t k = 0; k < sizeof(aligned) / sizeof(aligned[0]); k++) {
+		void *a = NULL;
+		CHECK(posix_memalign(&a, 64, aligned[k]) == 0);
+		CHECKF(((uintptr_t)a & 63) == 0 &&
+			       malloc_usable_size(a) == aligned[k],
+		       "%zu for %zu", malloc_usable_size(a), aligned[k]);
+		memset(a, 'w', aligned[k]);
+		free(a);
+	}
 	/* above 64 KiB: no canary, the class's size */
 	p = malloc(65536 + 1);
 	CHECK(p != NULL && malloc_usable_size(p) > 65536 + 1);
@@ -1137,6 +1201,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(canary_overflow_missed),
 	TEST_DEATH(sized_free_larger_missed, sized_free_larger_child,
 		   "free_sized", "size 21 does not match the block (20 bytes)"),
+	TEST_CASE(sized_free_smaller_missed),
 	TEST_CASE(underflow_live_missed),
 	TEST_CASE(underflow_freed_missed),
 	TEST_CASE(underflow_fresh_missed),
@@ -1170,6 +1235,11 @@ static const struct test_case cases[] = {
 	{ "overflow_last_8", NULL, overflow_last_8_child, NULL, NULL },
 	{ "overflow_last_100", NULL, overflow_last_100_child, NULL, NULL },
 	{ "overflow_full", NULL, overflow_full_child, NULL, NULL },
+	{ "overflow_aligned", NULL, overflow_aligned_child, NULL, NULL },
+	{ "sized_free_smaller", NULL, sized_free_smaller_child, NULL, NULL },
+	{ "delete_array", NULL, delete_array_child, NULL, NULL },
+	{ "aligned_sized_smaller", NULL, aligned_sized_smaller_child, NULL,
+	  NULL },
 	{ "first_bytes", NULL, first_bytes_child, NULL, NULL },
 	{ "overflow_realloc", NULL, overflow_realloc_child, NULL, NULL },
 	{ "usable_size_of_24", NULL, usable_size_of_24_child, NULL, NULL },
