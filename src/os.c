@@ -124,6 +124,19 @@ out:
 	return p;
 }
 
+void tl_os_advise_huge(void *addr, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+	int saved = errno;
+	check_pages("madvise", addr, size);
+	madvise(addr, size, MADV_HUGEPAGE);
+	errno = saved;
+#else
+	(void)addr;
+	(void)size;
+#endif
+}
+
 void tl_os_unmap(void *addr, size_t size)
 {
 	int saved = errno;

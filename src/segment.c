@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 
 tl_atomic_u64 tl_segment_map[TL_MAP_WORDS];
@@ -126,11 +127,26 @@ static bool guard_segment(tl_segment *seg)
 }
 #endif
 
+/*
+ * The option huge_pages: 1 advises the mappings of huge blocks to be backed
+ * by transparent huge pages, 2 those of every segment too (design.md,
+ * "Huge pages").  A huge block's mapping gets huge pages only on the
+ * aligned 2 MiB ranges it holds whole, which its program mostly writes
+ * whole; a segment's pages are a thread's partly used pages of each class,
+ * where a huge page is resident whole for a few of its blocks.
+ */
+static void advise_huge(void *p, size_t size, long level)
+{
+	if (p != NULL && tl_option(TL_OPT_huge_pages) >= level)
+		tl_os_advise_huge(p, size);
+}
+
 tl_segment *tl_segment_create(enum tl_page_kind kind)
 {
 	tl_segment *seg = tl_os_map_aligned(TL_SEGMENT_SIZE, TL_SEGMENT_SIZE, 0);
 	if (seg == NULL)
 		return NULL;
+	advise_huge(seg, TL_SEGMENT_SIZE, 2);
 #if TL_SECURE
 	if (!guard_segment(seg)) {
 		tl_os_unmap(seg, TL_SEGMENT_SIZE);
@@ -274,6 +290,7 @@ tl_segment *tl_segment_create_huge(size_t size, size_t alignment)
 		seg = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
 	if (seg == NULL)
 		return NULL;
+	advise_huge(seg, map_size, 1);
 #if TL_SECURE
 	if (!tl_os_guard((uint8_t *)seg + map_size - TL_HUGE_GUARD,
 			 TL_HUGE_GUARD)) {
@@ -317,6 +334,7 @@ tl_segment *tl_segment_move_huge(tl_segment *seg, size_t map_size)
 	tl_segment *to = tl_os_map_aligned(map_size, TL_SEGMENT_SIZE, 0);
 	if (to == NULL)
 		return NULL;
+	advise_huge(to, map_size, 1);	/* the pages moved in keep theirs */
 	if (!tl_os_move_pages((uint8_t *)seg + TL_SEGMENT_HEADER,
 			      seg->map_size - TL_SEGMENT_HEADER,
 			      (uint8_t *)to + TL_SEGMENT_HEADER)) {
@@ -381,6 +399,7 @@ bool tl_segment_resize_huge(tl_segment *seg, size_t map_size)
 	if (!cuts_room(seg->cut_count + 1, 1) ||
 	    !tl_os_map_at((uint8_t *)seg + old, map_size - old))
 		return false;
+	advise_huge((uint8_t *)seg + old, map_size - old, 1);
 	cut_push(seg, old);	/* at the mapping's end still: not cut_add */
 	return true;
 }

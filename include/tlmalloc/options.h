@@ -27,6 +27,18 @@
 	X(purge_delay, 100, 0, 3600000,                                      \
 	  "Milliseconds a free page stays resident before it is given back " \
 	  "to the OS with madvise (0: at once).")                            \
+	X(huge_pages, 0, 0, 2,                                               \
+	  "Transparent huge pages (madvise MADV_HUGEPAGE) for the mappings " \
+	  "made from then on: 1 for huge blocks (above 128 KiB: buffers of " \
+	  "5-25 MiB replaced over and over took a seventh of the page "      \
+	  "faults and 0.4x the time), 2 for every segment too (a busy "      \
+	  "heap takes fewer TLB misses, but a huge page is resident whole, " \
+	  "2 MiB on x86-64: a small program holds 2-4 MiB more, a thread's " \
+	  "partly used pages up to 2 MiB each).  docs/design.md, \"Huge "    \
+	  "pages\".  Needs the kernel's transparent huge pages set to "      \
+	  "madvise or always; where the kernel has none it changes "         \
+	  "nothing.  0: the kernel's own choice (with \"always\" it may use "\
+	  "them anyway).")                                                   \
 	X(park_heaps, 0, 0, 1,                                               \
 	  "1: an exiting thread's heap is kept whole (parked) for the next " \
 	  "thread to start, for up to purge_delay ms: a thread's start and " \

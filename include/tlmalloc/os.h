@@ -32,6 +32,11 @@ size_t tl_os_page_size(void);
  */
 void *tl_os_map_aligned(size_t size, size_t alignment, size_t offset);
 void tl_os_unmap(void *addr, size_t size);
+/* Advise the kernel to back a mapping with transparent huge pages
+ * (MADV_HUGEPAGE, the option huge_pages: segment.c).  A hint: it changes
+ * nothing where the kernel has none, and a range that holds no whole
+ * aligned huge page gets none. */
+void tl_os_advise_huge(void *addr, size_t size);
 /* Replace the pages at addr with a mapping that cannot be accessed and
  * holds no memory (the addresses stay reserved); false when the OS
  * refuses. */
