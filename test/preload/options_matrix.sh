@@ -2,7 +2,7 @@
 # options_matrix.sh - real programs under every library variant with the
 # options that change the allocator's paths switched on together: the heap
 # profiler at a high rate (with and without guarded sampling), parked heaps
-# with purges at once.  Each run must exit 0 with the right output, and
+# with purges at once and huge pages for every mapping.  Each run must exit 0 with the right output, and
 # tlmalloc may say nothing on stderr but the profiler's own reports.
 # Programs: bash forking for $(...) in a loop, python_work.py (threads,
 # dicts, json) and word_index (std::thread, std::map, sized delete).
@@ -19,7 +19,7 @@ CXX=${CXX:-g++}
 OPTS=(
 	"TLMALLOC_PROFILE=1 TLMALLOC_PROFILE_RATE=512 TLMALLOC_PROFILE_SEED=7"
 	"TLMALLOC_PROFILE=1 TLMALLOC_PROFILE_RATE=64 TLMALLOC_GUARDED_RATE=3"
-	"TLMALLOC_PARK_HEAPS=1 TLMALLOC_PURGE_DELAY=0 TLMALLOC_GUARDED_RATE=50"
+	"TLMALLOC_PARK_HEAPS=1 TLMALLOC_PURGE_DELAY=0 TLMALLOC_GUARDED_RATE=50 TLMALLOC_HUGE_PAGES=2"
 )
 SHELL_WORK='for i in $(seq 1 60); do x=$(echo "$i" | tr 0-9 a-j);
 	y="$y$x"; a[$i]=$(printf "%05d" "$i"); done
