@@ -16,6 +16,10 @@ Kinds of allocator:
            containers with zig c++): `<program>-musl` with
            musl's own allocator ("musl"), `<program>-musl-tlmalloc` with
            tlmalloc's libtlmalloc.a linked in ("musl-tlmalloc").
+  linked   the glibc program rebuilt with tlmalloc's libtlmalloc.a linked
+           in: `<program>-linked` ("tlmalloc-linked"), which calls malloc
+           directly, not through its PLT, and reads its TLS at a constant
+           offset (docs/measurements.md, "Linked in, not preloaded").
 
 An allocator that is not found stays in the list with found=False and a
 note saying why, so the report can show it as missing.
@@ -41,6 +45,7 @@ class Kind(Enum):
     PRELOAD = "preload"
     TS = "ts"
     MUSL = "musl"
+    LINKED = "linked"
 
 
 class TsApi(Enum):
@@ -95,7 +100,7 @@ BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
 BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure", "tlmalloc-lock",
            "glibc") \
     + tuple(p.name for p in PEERS) + tuple(p.name for p in BUILT_PEERS) \
-    + ("musl", "musl-tlmalloc")
+    + ("musl", "musl-tlmalloc", "tlmalloc-linked")
 
 
 @dataclass
@@ -108,7 +113,7 @@ class Allocator:
     ts_api: TsApi | None = None   # runs the ts_ program variant
     package: str = ""         # Debian package expected to ship it
     version: str = ""
-    suffix: str = ""          # musl: the program's name ends with it
+    suffix: str = ""          # musl, linked: the program's name ends with it
     env: dict[str, str] = field(default_factory=dict)  # set in its runs
 
     def run_env(self) -> dict[str, str]:
@@ -278,6 +283,23 @@ def musl_allocators(bench_dir: Path) -> list[Allocator]:
     return allocs
 
 
+LINKED_SUFFIX = "-linked"
+
+
+def linked_allocator(bench_dir: Path) -> Allocator:
+    """tlmalloc-linked, found where bench_dir has its programs."""
+    names = sorted(f.name for f in bench_dir.iterdir()) \
+        if bench_dir.is_dir() else []
+    progs = [n for n in names if n.endswith(LINKED_SUFFIX)]
+    if progs:
+        return Allocator("tlmalloc-linked", Kind.LINKED, "", True,
+                         "the workloads with libtlmalloc.a linked in: %s"
+                         % ", ".join(progs), suffix=LINKED_SUFFIX)
+    return Allocator("tlmalloc-linked", Kind.LINKED, "", False,
+                     "no <workload>%s programs in %s (not built?)"
+                     % (LINKED_SUFFIX, bench_dir), suffix=LINKED_SUFFIX)
+
+
 def parse_extra(spec: str) -> Allocator:
     """NAME=/path/lib.so[,VAR=VALUE...] from the command line, as an
     Allocator whose runs also set each VAR (an option of the library:
@@ -323,6 +345,7 @@ def discover(build_dir: Path, lib_dirs: Sequence[Path] | None = None,
     allocs += peer_allocators(lib_dirs)
     allocs += built_peer_allocators(build_dir / PEERS_DIR)
     allocs += musl_allocators(bench_dir)
+    allocs.append(linked_allocator(bench_dir))
     allocs += [parse_extra(spec) for spec in extras]
     return allocs
 
@@ -384,7 +407,7 @@ def command_for(workload: Workload, point: Point, alloc: Allocator,
         args = list(args) + ["--api", alloc.ts_api.value]
     elif alloc.kind is Kind.TS:
         raise NotApplicable(alloc.name)
-    elif alloc.kind is Kind.MUSL:
+    elif alloc.kind in (Kind.MUSL, Kind.LINKED):
         prog += alloc.suffix
     elif alloc.kind is Kind.PRELOAD:
         env["LD_PRELOAD"] = alloc.path

@@ -58,6 +58,8 @@ CELL_MEANINGS = {
 OTHER_KINDS = {
     Kind.TS: "a program of its own on the ts_ API, not a malloc to preload",
     Kind.MUSL: "static programs built with musl-gcc, not a malloc to preload",
+    Kind.LINKED: "programs with libtlmalloc.a linked in, not a malloc to "
+                 "preload",
 }
 
 

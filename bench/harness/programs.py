@@ -154,6 +154,8 @@ def command_for(program: Program,
         raise NotApplicable("not applicable: %s" % (
             "the ts_ API of the scaling workload" if alloc.kind is Kind.TS
             else "static builds of the workloads" if alloc.kind is Kind.MUSL
+            else "the workloads rebuilt with tlmalloc linked in"
+            if alloc.kind is Kind.LINKED
             else "a %s allocator" % alloc.kind.value))
     if not alloc.found:
         raise Missing("allocator missing: " + alloc.note)

@@ -53,6 +53,8 @@ SIZES = (Size("small", "8 B"), Size("medium", "4 KiB"),
 OTHER_KINDS = {
     Kind.TS: "a program of its own on the ts_ API, not a malloc to preload",
     Kind.MUSL: "static programs built with musl-gcc, not a malloc to preload",
+    Kind.LINKED: "programs with libtlmalloc.a linked in, not a malloc to "
+                 "preload",
 }
 
 

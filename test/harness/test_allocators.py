@@ -22,7 +22,7 @@ def tree(tmp_path):
     touch(str(build / "src" / "libtlmalloc-fast.so"))
     touch(str(build / "src" / "libtlmalloc-secure.so"))
     for prog in ("loop", "loop-musl", "scaling", "scaling_ts", "prodcons",
-                 "prodcons-musl-tlmalloc"):
+                 "prodcons-musl-tlmalloc", "loop-linked"):
         touch(str(build / "bench" / prog))
     touch(str(libs / "libjemalloc.so.2"))
     touch(str(libs / "libtbbmalloc.so.2"))          # not the proxy
@@ -42,7 +42,7 @@ def test_discovery_finds_what_is_there(tree):
                            "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc",
                            "mimalloc", "tbbmalloc", "mimalloc3", "snmalloc",
                            "rpmalloc", "hardened_malloc", "musl",
-                           "musl-tlmalloc"]
+                           "musl-tlmalloc", "tlmalloc-linked"]
     assert found["tlmalloc"].found
     assert found["tlmalloc"].path.endswith("build/src/libtlmalloc.so")
     assert found["tlmalloc"].ts_api is am.TsApi.NOLOCK
@@ -63,6 +63,29 @@ def test_discovery_finds_what_is_there(tree):
     assert found["musl-tlmalloc"].found
     assert "prodcons-musl-tlmalloc" in found["musl-tlmalloc"].note
     assert "loop-musl" not in found["musl-tlmalloc"].note
+    linked = found["tlmalloc-linked"]
+    assert linked.found and linked.kind is am.Kind.LINKED
+    assert "loop-linked" in linked.note and "loop-musl" not in linked.note
+
+
+def test_linked_runs_its_own_program_unpreloaded(tree):
+    found = by(am.discover(tree / "build", [tree / "libs"]))
+    linked = found["tlmalloc-linked"]
+    bench = tree / "build" / "bench"
+    loop, prod = by_name(["loop", "prodcons"])
+    argv, env = am.command_for(loop, loop.quick_points[0], linked, bench,
+                               ["--quick"])
+    assert argv == [os.path.join(bench, "loop-linked"), "--quick"]
+    assert env == {}
+    # a workload without its -linked program is missing, not run otherwise
+    with pytest.raises(am.Missing):
+        am.command_for(prod, prod.quick_points[0], linked, bench,
+                       ["--quick"])
+
+
+def test_linked_missing_without_programs(tmp_path):
+    alloc = am.linked_allocator(tmp_path / "bench")
+    assert not alloc.found and "-linked" in alloc.note
 
 
 def test_missing_peers_stay_listed(tree):

@@ -85,7 +85,7 @@ def test_which_allocators_apply():
     assert programs.command_for(
         prog, Allocator("x", Kind.PRELOAD, "/l/x.so")) == \
         (["true"], {"LD_PRELOAD": "/l/x.so"})
-    for kind in (Kind.TS, Kind.MUSL):
+    for kind in (Kind.TS, Kind.MUSL, Kind.LINKED):
         with pytest.raises(programs.NotApplicable, match="not applicable"):
             programs.command_for(prog, Allocator(kind.value, kind))
     with pytest.raises(programs.Missing, match="allocator missing: gone"):
