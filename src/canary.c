@@ -147,13 +147,13 @@ void tl_canary_check_before(const char *call, const tl_page *page,
 	bool intact;
 	if (d <= (TL_SECURE_QUARANTINED | TL_SECURE_UNFILLED)) {
 		/* free: its tail of fill */
-		if (bs < 2 * TL_SECURE_TAIL)
+		if (!tl_secure_tailed(bs))
 			return;
-		const uint64_t fill = 0x0101010101010101ull * TL_SECURE_FILL;
 		uint64_t last[TL_SECURE_TAIL / sizeof(uint64_t)];
 		memcpy(last, (const uint8_t *)before + bs - TL_SECURE_TAIL,
 		       TL_SECURE_TAIL);
-		intact = last[0] == fill && last[1] == fill;
+		intact = last[0] == TL_SECURE_FILL_WORD &&
+			 last[1] == TL_SECURE_FILL_WORD;
 	} else {
 		size_t n;
 		intact = canary_intact(page, before, &n);

@@ -40,8 +40,8 @@ void tl_secure_take_filled(const tl_page *page, tl_block *block)
 				 "free block modified (write after free)");
 		return;
 	}
-	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
-	const tl_fill_chunk fill = { word, word }, zero = { 0, 0 };
+	const tl_fill_chunk fill = { TL_SECURE_FILL_WORD, TL_SECURE_FILL_WORD };
+	const tl_fill_chunk zero = { 0, 0 };
 	tl_fill_chunk *c = (tl_fill_chunk *)(block + 1);
 	tl_fill_chunk *end =
 		(tl_fill_chunk *)((uint8_t *)block + page->block_size);

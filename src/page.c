@@ -270,7 +270,7 @@ void tl_page_purge_free(tl_page *page)
 			       ~(uintptr_t)(ps - 1);
 		uintptr_t end = (uintptr_t)b + bs;
 #if TL_SECURE	/* the fill's tail stays (tl_secure_fill_tail) */
-		if (bs <= TL_SECURE_FILL_MAX)
+		if (tl_secure_tailed(bs))
 			end -= TL_SECURE_TAIL;
 #endif
 		uintptr_t hi = end & ~(uintptr_t)(ps - 1);

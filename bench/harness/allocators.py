@@ -48,6 +48,17 @@ class Kind(Enum):
     LINKED = "linked"
 
 
+# why the allocators that are programs of their own are not measured by
+# the passes that preload a library into a program of their choosing (the
+# fast path's, the misuse programs')
+OTHER_KINDS = {
+    Kind.TS: "a program of its own on the ts_ API, not a malloc to preload",
+    Kind.MUSL: "static programs built with musl-gcc, not a malloc to preload",
+    Kind.LINKED: "programs with libtlmalloc.a linked in, not a malloc to "
+                 "preload",
+}
+
+
 class TsApi(Enum):
     """The ts_ API variant a tlmalloc allocator runs in the scaling
     workload (`scaling_ts --api VALUE`)."""
@@ -263,13 +274,19 @@ MUSL_BUILDS = (
 )
 
 
+def programs_ending(bench_dir: Path, suffix: str) -> list[str]:
+    """The programs in bench_dir whose names end with suffix, sorted."""
+    if not bench_dir.is_dir():
+        return []
+    return sorted(f.name for f in bench_dir.iterdir()
+                  if f.name.endswith(suffix))
+
+
 def musl_allocators(bench_dir: Path) -> list[Allocator]:
     """musl and musl-tlmalloc, found where bench_dir has their programs."""
-    names = sorted(f.name for f in bench_dir.iterdir()) \
-        if bench_dir.is_dir() else []
     allocs = []
     for build in MUSL_BUILDS:
-        progs = [n for n in names if n.endswith(build.suffix)]
+        progs = programs_ending(bench_dir, build.suffix)
         if progs:
             allocs.append(Allocator(build.name, Kind.MUSL, "", True,
                                     "%s: %s" % (build.what, ", ".join(progs)),
@@ -288,9 +305,7 @@ LINKED_SUFFIX = "-linked"
 
 def linked_allocator(bench_dir: Path) -> Allocator:
     """tlmalloc-linked, found where bench_dir has its programs."""
-    names = sorted(f.name for f in bench_dir.iterdir()) \
-        if bench_dir.is_dir() else []
-    progs = [n for n in names if n.endswith(LINKED_SUFFIX)]
+    progs = programs_ending(bench_dir, LINKED_SUFFIX)
     if progs:
         return Allocator("tlmalloc-linked", Kind.LINKED, "", True,
                          "the workloads with libtlmalloc.a linked in: %s"

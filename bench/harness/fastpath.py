@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from .allocators import Allocator, Kind
+from .allocators import OTHER_KINDS, Allocator, Kind
 from .records import FastpathPass, FastpathRow, Mix
 
 REPO = Path(__file__).absolute().parents[2]
@@ -51,15 +51,6 @@ CELL_MEANINGS = {
                "printed anything (the allocator's own error is on the "
                "script's stderr)",
     "?": "callgrind gave no instruction count",
-}
-
-
-# why the allocators that are programs of their own are not measured
-OTHER_KINDS = {
-    Kind.TS: "a program of its own on the ts_ API, not a malloc to preload",
-    Kind.MUSL: "static programs built with musl-gcc, not a malloc to preload",
-    Kind.LINKED: "programs with libtlmalloc.a linked in, not a malloc to "
-                 "preload",
 }
 
 

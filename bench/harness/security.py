@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .allocators import Allocator, Kind
+from .allocators import OTHER_KINDS, Allocator, Kind
 from .records import Outcome, SecurityPass, SecurityRow
 
 NAME = "security"            # the name --only selects the pass by
@@ -48,14 +48,6 @@ class Size:
 
 SIZES = (Size("small", "8 B"), Size("medium", "4 KiB"),
          Size("large", "256 KiB"))
-
-# why the allocators that are programs of their own are not measured
-OTHER_KINDS = {
-    Kind.TS: "a program of its own on the ts_ API, not a malloc to preload",
-    Kind.MUSL: "static programs built with musl-gcc, not a malloc to preload",
-    Kind.LINKED: "programs with libtlmalloc.a linked in, not a malloc to "
-                 "preload",
-}
 
 
 def selected(only_names: Sequence[str], no_security: bool,

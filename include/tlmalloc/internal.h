@@ -756,6 +756,8 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
 /* Blocks up to this size are filled with TL_SECURE_FILL when freed. */
 #define TL_SECURE_FILL_MAX ((size_t)64 << 10)
 #define TL_SECURE_FILL 0xdf
+/* The same byte in each of a word's 8. */
+#define TL_SECURE_FILL_WORD (0x0101010101010101ull * TL_SECURE_FILL)
 
 /*
  * The mark of a free block that holds no fill to check (fresh blocks,
@@ -772,10 +774,15 @@ static inline bool tl_block_in_page(const tl_page *page, const void *p)
  * (canary.c, tl_canary_check_before).
  */
 #define TL_SECURE_TAIL ((size_t)16)
+/* Whether free blocks of bs bytes end in that tail. */
+static inline bool tl_secure_tailed(size_t bs)
+{
+	return bs >= 2 * TL_SECURE_TAIL && bs <= TL_SECURE_FILL_MAX;
+}
 static inline void tl_secure_fill_tail(const tl_page *page, void *block)
 {
 	size_t bs = page->block_size;
-	if (bs >= 2 * TL_SECURE_TAIL && bs <= TL_SECURE_FILL_MAX)
+	if (tl_secure_tailed(bs))
 		memset((uint8_t *)block + bs - TL_SECURE_TAIL, TL_SECURE_FILL,
 		       TL_SECURE_TAIL);
 }
@@ -856,8 +863,7 @@ typedef uint64_t tl_fill_chunk __attribute__((vector_size(16)));
 static inline bool tl_secure_fill_intact(const tl_page *page,
 					 const tl_block *block, size_t upto)
 {
-	const uint64_t word = 0x0101010101010101ull * TL_SECURE_FILL;
-	const tl_fill_chunk fill = { word, word };
+	const tl_fill_chunk fill = { TL_SECURE_FILL_WORD, TL_SECURE_FILL_WORD };
 	const tl_fill_chunk *c = (const tl_fill_chunk *)(block + 1);
 	size_t n = upto < page->block_size ? upto : page->block_size;
 	const tl_fill_chunk *end =
