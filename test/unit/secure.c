@@ -692,7 +692,7 @@ static void canary_overflow_missed(void)
 					     "overflow_last_8",
 					     "overflow_last_100",
 					     "overflow_aligned" };
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < TEST_COUNT(names); i++)
 		child_expect_abort(names[i], "free",
 				   "canary overwritten (buffer overflow)");
 	child_expect_abort_env("overflow_full", "TLMALLOC_SECURE_CANARY_NUL=0",
