@@ -249,6 +249,33 @@ TL_ALIAS(memalign, tl_memalign);
 TL_ALIAS(valloc, tl_valloc);
 TL_ALIAS(pvalloc, tl_pvalloc);
 
+#if defined(__GLIBC__)
+/*
+ * glibc's own entry points, which it exports beside the standard names: a
+ * program or library that calls one by name (a tracing wrapper's "real"
+ * malloc, code written for glibc's old hooks) would otherwise get a block
+ * of glibc's heap, which tlmalloc's free refuses as not its own, or hand
+ * one of tlmalloc's to glibc's free.  tcmalloc, mimalloc and rpmalloc take
+ * them too.  musl has no such names (its internal __libc_malloc is its
+ * own, left alone).
+ */
+void *__libc_malloc(size_t size) TL_MALLOC_ATTR;
+void *__libc_calloc(size_t count, size_t size) TL_MALLOC_ATTR;
+void *__libc_realloc(void *ptr, size_t size);
+void __libc_free(void *ptr);
+void *__libc_memalign(size_t alignment, size_t size) TL_MALLOC_ATTR;
+void *__libc_valloc(size_t size) TL_MALLOC_ATTR;
+void *__libc_pvalloc(size_t size) TL_MALLOC_ATTR;
+
+TL_ALIAS(__libc_malloc, tl_malloc);
+TL_ALIAS(__libc_calloc, tl_calloc);
+TL_ALIAS(__libc_realloc, tl_realloc);
+TL_ALIAS(__libc_free, tl_free);
+TL_ALIAS(__libc_memalign, tl_memalign);
+TL_ALIAS(__libc_valloc, tl_valloc);
+TL_ALIAS(__libc_pvalloc, tl_pvalloc);
+#endif
+
 /* glibc declares it with a non-const pointer. */
 TL_API size_t malloc_usable_size(void *ptr)
 {

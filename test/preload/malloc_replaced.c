@@ -6,7 +6,10 @@
  * The library must be loaded (tl_usable_size found with dlsym), malloc
  * must resolve into it (dladdr), and the blocks of malloc, strdup and
  * getline (allocated inside the C library) must be tlmalloc's:
- * tl_usable_size aborts on a block it did not hand out.  Prints
+ * tl_usable_size aborts on a block it did not hand out.  Against glibc,
+ * so must the blocks of glibc's own entry points (__libc_malloc, ...),
+ * which a program may call by name: freed with free, and free's blocks
+ * with __libc_free.  Prints
  * "malloc replaced" and exits 0; exits 1 with the reason otherwise.
  * Under musl's dynamic loader this is the check that musl lets a
  * preloaded library replace its allocator.
@@ -16,6 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__GLIBC__)
+void *__libc_malloc(size_t size);
+void *__libc_memalign(size_t alignment, size_t size);
+void __libc_free(void *ptr);
+#endif
 
 static int fail(const char *what)
 {
@@ -53,6 +62,16 @@ int main(void)
 		return fail("getline's buffer: usable size too small");
 	free(line);
 	fclose(f);
+#if defined(__GLIBC__)
+	char *g = __libc_malloc(100), *a = __libc_memalign(256, 100);
+	if (g == NULL || a == NULL || (size_t)a % 256 != 0)
+		return fail("__libc_malloc or __libc_memalign");
+	if (usable(g) < 100 || usable(a) < 100)
+		return fail("__libc_malloc's block: usable size too small");
+	free(g);
+	free(a);
+	__libc_free(malloc(100));
+#endif
 	free(s);
 	free(p);
 	puts("malloc replaced");

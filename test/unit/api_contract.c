@@ -800,6 +800,59 @@ static void object_size_wrong(void)
 	}
 }
 
+#if defined(__GLIBC__) && !defined(TL_TEST_TL_NAMES)
+/*
+ * glibc's own entry points (__libc_malloc and its family, which glibc
+ * exports beside the standard names) are tlmalloc's too: a block from one
+ * is released by the other family, in both directions, where the C
+ * library's would be refused as foreign or would corrupt glibc's heap.
+ */
+void *__libc_malloc(size_t size);
+void *__libc_calloc(size_t count, size_t size);
+void *__libc_realloc(void *ptr, size_t size);
+void __libc_free(void *ptr);
+void *__libc_memalign(size_t alignment, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+
+static void libc_entry_points_foreign(void)
+{
+	size_t page = page_size();
+	char *p = __libc_malloc(100);
+	CHECK(p != NULL && tl_usable_size(p) >= 100);
+	memset(p, 7, 100);
+	p = __libc_realloc(p, 5000);
+	CHECK(p != NULL && tl_usable_size(p) >= 5000);
+	for (int i = 0; i < 100; i++)
+		CHECKF(p[i] == 7, "byte %d lost by __libc_realloc", i);
+	free(p);
+
+	unsigned char *z = __libc_calloc(300, 3);
+	CHECK(z != NULL && tl_usable_size(z) >= 900);
+	for (int i = 0; i < 900; i++)
+		CHECKF(z[i] == 0, "__libc_calloc's byte %d is %d", i, z[i]);
+	tl_free(z);
+
+	void *a = __libc_memalign(4096, 100);
+	check_block(a, 100, 4096);
+	free(a);
+	void *v = __libc_valloc(10);
+	check_block(v, 10, page);
+	free(v);
+	void *w = __libc_pvalloc(page + 1);
+	check_block(w, 2 * page, page);
+	free(w);
+
+	void *q = malloc(200);
+	CHECK(q != NULL);
+	__libc_free(q);
+	__libc_free(NULL);
+	q = tl_malloc(3 << 20);	/* a huge block */
+	CHECK(q != NULL);
+	__libc_free(q);
+}
+#endif
+
 #if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
 /*
  * Linked statically, each standard name is tlmalloc's function itself (an
@@ -824,6 +877,15 @@ static void static_names_not_replaced(void)
 	SAME_FUNCTION(memalign, tl_memalign);
 	SAME_FUNCTION(valloc, tl_valloc);
 	SAME_FUNCTION(pvalloc, tl_pvalloc);
+#if defined(__GLIBC__)
+	SAME_FUNCTION(__libc_malloc, tl_malloc);
+	SAME_FUNCTION(__libc_calloc, tl_calloc);
+	SAME_FUNCTION(__libc_realloc, tl_realloc);
+	SAME_FUNCTION(__libc_free, tl_free);
+	SAME_FUNCTION(__libc_memalign, tl_memalign);
+	SAME_FUNCTION(__libc_valloc, tl_valloc);
+	SAME_FUNCTION(__libc_pvalloc, tl_pvalloc);
+#endif
 	void *p = malloc(100);
 	CHECK(p != NULL && malloc_usable_size(p) == tl_usable_size(p));
 	free(p);
@@ -865,6 +927,15 @@ static void standard_names_not_replaced(void)
 	NAME_IN_TLMALLOC(malloc_usable_size);
 	NAME_IN_TLMALLOC(malloc_object_size);
 	NAME_IN_TLMALLOC(malloc_object_size_fast);
+#if defined(__GLIBC__)
+	NAME_IN_TLMALLOC(__libc_malloc);
+	NAME_IN_TLMALLOC(__libc_calloc);
+	NAME_IN_TLMALLOC(__libc_realloc);
+	NAME_IN_TLMALLOC(__libc_free);
+	NAME_IN_TLMALLOC(__libc_memalign);
+	NAME_IN_TLMALLOC(__libc_valloc);
+	NAME_IN_TLMALLOC(__libc_pvalloc);
+#endif
 }
 #endif
 
@@ -900,6 +971,9 @@ static const struct test_case tests[] = {
 	TEST_CASE(object_size_wrong),
 #if defined(TL_TEST_STATIC) && !defined(TL_TEST_TL_NAMES)
 	TEST_CASE(static_names_not_replaced),
+#endif
+#if defined(__GLIBC__) && !defined(TL_TEST_TL_NAMES)
+	TEST_CASE(libc_entry_points_foreign),
 #endif
 #if !defined(TL_TEST_TL_NAMES) && !defined(TL_TEST_STATIC)
 	TEST_CASE(standard_names_not_replaced),
