@@ -4,10 +4,17 @@
  *
  * Written in C so that libtlmalloc needs no C++ runtime: a C program that
  * preloads it does not load libstdc++.  A failing operator new calls the
- * new-handler and throws std::bad_alloc through libstdc++'s own
- * std::get_new_handler and std::__throw_bad_alloc, referenced weakly: any
- * program that calls operator new has libstdc++ loaded, so they resolve.
- * (If libstdc++ arrives later by dlopen, a failing new aborts instead.)
+ * new-handler (std::get_new_handler) and throws std::bad_alloc through the
+ * C++ ABI that libstdc++ (libsupc++) and libc++ (libc++abi) both provide:
+ * __cxa_allocate_exception, the class's vtable and typeinfo, __cxa_throw.
+ * The shared libraries reference them weakly: any program that calls
+ * operator new has its C++ runtime loaded, so they resolve.  (If it arrives
+ * later by dlopen, or is linked into the program and not exported, a
+ * failing new aborts with a message instead.)  The static archives
+ * reference them strongly: a weak reference pulls no member out of
+ * libstdc++.a or libc++abi.a, so a static C++ program that never threw a
+ * std::bad_alloc of its own would have had none to throw (this object is
+ * linked only into programs that call operator new or delete).
  * The nothrow forms return NULL.  A delete needs no hint, since a block
  * knows its page; the sized deletes check the size they are given (the
  * default and secure builds): a block deleted through a pointer to
@@ -15,6 +22,7 @@
  * ones at the class their new took.  Built with -fexceptions, so a
  * handler's exception passes through.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "tlmalloc.h"
@@ -22,9 +30,42 @@
 
 #ifndef TL_NO_OVERRIDE
 
+/* TL_CXX_HAS(sym): whether a weak reference resolved (always, if strong) */
+#if TL_STATIC_ARCHIVE
+#define TL_CXX_ABI
+#define TL_CXX_HAS(sym) true
+#else
+#define TL_CXX_ABI __attribute__((weak))
+#define TL_CXX_HAS(sym) ((sym) != NULL)
+#endif
+
 typedef void (*tl_new_handler)(void);
-extern tl_new_handler _ZSt15get_new_handlerv(void) __attribute__((weak));
-extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+/* std::get_new_handler() */
+extern tl_new_handler _ZSt15get_new_handlerv(void) TL_CXX_ABI;
+/* std::bad_alloc's vtable, typeinfo and destructor, and the ABI's throw */
+extern const char _ZTVSt9bad_alloc[] TL_CXX_ABI;
+extern const char _ZTISt9bad_alloc[] TL_CXX_ABI;
+extern void _ZNSt9bad_allocD1Ev(void *self) TL_CXX_ABI;
+extern void *__cxa_allocate_exception(size_t size) TL_CXX_ABI;
+extern void __cxa_throw(void *object, void *type, void (*dtor)(void *))
+	TL_CXX_ABI __attribute__((noreturn));
+
+/*
+ * throw std::bad_alloc(): the object is its vtable pointer alone (the
+ * class has no data), which points two words into the vtable symbol, past
+ * the offset to top and the typeinfo (Itanium C++ ABI, 2.5.2).
+ */
+static void throw_bad_alloc(void)
+{
+	if (!TL_CXX_HAS(__cxa_throw) || !TL_CXX_HAS(__cxa_allocate_exception) ||
+	    !TL_CXX_HAS(_ZTVSt9bad_alloc) || !TL_CXX_HAS(_ZTISt9bad_alloc) ||
+	    !TL_CXX_HAS(_ZNSt9bad_allocD1Ev))
+		return;
+	void *e = __cxa_allocate_exception(sizeof(void *));
+	*(const void **)e = _ZTVSt9bad_alloc + 2 * sizeof(void *);
+	__cxa_throw(e, (void *)(uintptr_t)_ZTISt9bad_alloc,
+		    _ZNSt9bad_allocD1Ev);
+}
 
 #define TL_EXPORT __attribute__((visibility("default")))
 
@@ -36,7 +77,7 @@ static void *new_retry(size_t size, size_t alignment, bool nothrow)
 					 : tl_aligned_alloc(alignment, size);
 		if (tl_likely(p != NULL))
 			return p;
-		tl_new_handler handler = _ZSt15get_new_handlerv != NULL
+		tl_new_handler handler = TL_CXX_HAS(_ZSt15get_new_handlerv)
 						 ? _ZSt15get_new_handlerv()
 						 : NULL;
 		if (handler != NULL) {
@@ -45,8 +86,7 @@ static void *new_retry(size_t size, size_t alignment, bool nothrow)
 		}
 		if (nothrow)
 			return NULL;
-		if (_ZSt17__throw_bad_allocv != NULL)
-			_ZSt17__throw_bad_allocv();
+		throw_bad_alloc();
 		tl_fatal("operator new", NULL, "out of memory, no C++ runtime");
 	}
 }

@@ -57,10 +57,12 @@
 
 #if TL_HAVE_UNWIND
 #ifndef TL_NO_OVERRIDE
-void *_Znwm(size_t n);
-void *_Znam(size_t n);
-void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag);
-void *_ZnamRKSt9nothrow_t(size_t n, const void *tag);
+/* Weak: from the static archive, a C program links no operator new (its
+ * object needs the C++ runtime, new_delete.c), and these are NULL there. */
+void *_Znwm(size_t n) __attribute__((weak));
+void *_Znam(size_t n) __attribute__((weak));
+void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag) __attribute__((weak));
+void *_ZnamRKSt9nothrow_t(size_t n, const void *tag) __attribute__((weak));
 #endif
 
 /* Whether a frame's function is tlmalloc's, on the way from the caller's
