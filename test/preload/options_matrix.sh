@@ -5,7 +5,8 @@
 # with purges at once and huge pages for every mapping.  Each run must exit 0 with the right output, and
 # tlmalloc may say nothing on stderr but the profiler's own reports.
 # Programs: bash forking for $(...) in a loop, python_work.py (threads,
-# dicts, json) and word_index (std::thread, std::map, sized delete).
+# dicts, json, worker processes forked while threads allocate) and
+# word_index (std::thread, std::map, sized delete).
 # Usage: options_matrix.sh LIB PYTHON3 (the variants lie beside LIB)
 . "$(dirname "$0")/common.sh"
 
@@ -51,6 +52,7 @@ for variant in libtlmalloc libtlmalloc-fast libtlmalloc-secure \
 		run python_work "dict 200000
 json 200000
 threads 32
+fork 8
 tlmalloc mapped" "$PY" "$HERE/python_work.py"
 		run word_index "words $((4 * 50000))
 distinct 1000

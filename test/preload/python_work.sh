@@ -10,5 +10,6 @@ out=$(preloaded "$PY" "$(dirname "$0")/python_work.py") ||
 expected="dict 200000
 json 200000
 threads 32
+fork 8
 tlmalloc mapped"
 expect "python3 output" "$out" "$expected"
