@@ -12,6 +12,7 @@
 
 #include "tlmalloc/fastpath.h"
 #include "tlmalloc/guarded.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/profile.h"
 
 void *tl_heap_alloc(tl_heap *heap, size_t size)
@@ -20,8 +21,10 @@ void *tl_heap_alloc(tl_heap *heap, size_t size)
 		return tl_large_alloc(size, 0);
 	unsigned cls = tl_size_to_class(size);
 	tl_page *page = tl_heap_find_page(heap, cls);
-	if (page == NULL)
+	if (page == NULL) {
+		tl_kept_flush(heap);	/* out of memory: to their pages */
 		page = tl_heap_find_held(heap, cls);
+	}
 	if (page == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -59,6 +62,8 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
  * queue there.  What would reach the generic path may be a guarded sample
  * instead (guarded.c), when the option guarded_rate is on; a heap that
  * samples for the heap profiler goes to it instead of the generic path.
+ * Before the generic path, the block of the class the thread kept last
+ * (kept.h), if it keeps one.
  */
 void *tl_malloc_slow(size_t size)
 {
@@ -81,6 +86,11 @@ void *tl_malloc_slow(size_t size)
 	tl_heap *heap = tl_heap_local;
 	if (tl_unlikely(heap->prof != NULL))
 		return tl_profile_malloc(heap, size);
+	if (size <= TL_MEDIUM_MAX) {
+		tl_block *block = tl_kept_pop(heap, tl_size_to_class(size));
+		if (block != NULL)
+			return block;
+	}
 	void *p = tl_malloc_generic(heap, size);
 	tl_purger_poll();
 	return p;

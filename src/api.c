@@ -23,6 +23,7 @@
 #include "tlmalloc.h"
 #include "tlmalloc/fastpath.h"
 #include "tlmalloc/guarded.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/os.h"
 
 #define TL_STR2(x) #x
@@ -210,8 +211,10 @@ size_t tl_object_size_fast(const void *ptr)
 int tl_trim(void)
 {
 	tl_heap *heap = tl_heap_local;
-	if (tl_heap_is_thread_heap(heap))
+	if (tl_heap_is_thread_heap(heap)) {
+		tl_kept_flush(heap);
 		tl_heap_collect_all(heap, true);
+	}
 	tl_shared_collect(true);
 	int purged = tl_pool_purge(true) ? 1 : 0;
 	tl_purger_poll();

@@ -30,6 +30,7 @@
 
 #include "tlmalloc/fastpath.h"
 #include "tlmalloc/guarded.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
@@ -108,7 +109,8 @@ static inline void check_block(const char *call, const tl_page *page,
 						 : "block already freed");
 #endif
 	if (tl_unlikely(tl_block_marked(page, block)) &&
-	    (owner ? page_holds_free(page, block) : looks_free(page, block)))
+	    ((owner ? page_holds_free(page, block) : looks_free(page, block)) ||
+	     tl_kept_holds(page, block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
 						 : "block already freed");
 #else
@@ -387,12 +389,15 @@ static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
 }
 #endif
 
-/* A block of another heap's page (or an abandoned one): checked, then
- * pushed on the page's thread_free with one CAS.  In its page's first
- * slice the fast path's two checks do (tl_free_checks_pass); past it, where
- * the test of a slice offset does not apply, the checks run in full. */
-static TL_ALWAYS_INLINE void free_remote(tl_page *page, tl_block *block,
-					bool first_slice)
+/* A block of another heap's page (or an abandoned one): checked, then kept
+ * for the calling thread's next malloc of its class (kept.h) or, when it
+ * keeps no more, pushed on the page's thread_free with one CAS.  In its
+ * page's first slice the fast path's two checks do (tl_free_checks_pass);
+ * past it, where the test of a slice offset does not apply, the checks run
+ * in full. */
+static TL_ALWAYS_INLINE void free_remote(tl_heap *heap, tl_page *page,
+					tl_block *block, bool first_slice,
+					bool keep)
 {
 	uintptr_t mark = tl_free_mark(page, block);
 	if (!first_slice ||
@@ -402,6 +407,8 @@ static TL_ALWAYS_INLINE void free_remote(tl_page *page, tl_block *block,
 		check_block("free", page, block, false);
 	mark = fill_freed(page, block, mark);
 	if (quarantined(block, mark))
+		return;
+	if (keep && tl_kept_push(heap, page, block, mark))
 		return;
 	maybe_give_away(page, push_remote(page, block, mark));
 }
@@ -480,8 +487,9 @@ static TL_ALWAYS_INLINE void free_generic(tl_heap *heap, tl_page *page,
 	} else if (owner == TL_OWNER_FREE) {
 		tl_fatal("free", p, "block of a free page (double free?)");
 	}
-	/* another heap's, or abandoned, orphaned, parked: thread_free */
-	free_remote(page, p, first_slice);
+	/* another heap's (kept, if the thread keeps it), or abandoned,
+	 * orphaned, parked: thread_free */
+	free_remote(heap, page, p, first_slice, heap_of >= TL_OWNER_MARKERS);
 }
 
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)

@@ -32,6 +32,7 @@
 #include "tlmalloc.h"
 #include "tlmalloc/guarded.h"
 #include "tlmalloc/internal.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/options.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/profile.h"
@@ -46,6 +47,10 @@ static void thread_exit(void *arg)
 {
 	tl_heap *heap = arg;
 	tl_heap_set_local(&tl_heap_exiting);
+	/* first: its kept blocks go back while it owns its pages, some of
+	 * them perhaps theirs */
+	heap->kept_bytes = 0;
+	tl_kept_flush(heap);
 #if TL_SECURE
 	/* its blocks freed for real while the heap still owns its pages */
 	tl_quarantine_flush(heap);

@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "tlmalloc/internal.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/os.h"
 
 /* Resize a huge block (below), unless it holds size bytes with at most
@@ -112,6 +113,8 @@ void *tl_large_alloc(size_t size, size_t alignment)
 		huge_release(seg);
 	}
 	seg = tl_segment_create_huge(size, alignment);
+	if (seg == NULL) /* out of memory: kept blocks back to their pages */
+		tl_kept_flush(tl_heap_local);
 	if (seg == NULL && tl_heap_release_held()) /* out of memory */
 		seg = tl_segment_create_huge(size, alignment);
 	if (seg == NULL) {

@@ -59,6 +59,9 @@ void tl_page_format(tl_page *page, unsigned cls)
 	tl_page_area(seg, page, &area);
 	tl_page_retire_counts(page);
 	page->size_class = (uint8_t)cls;
+#if !TL_SECURE
+	__atomic_store_n(&page->kept_class, (uint8_t)cls, __ATOMIC_RELAXED);
+#endif
 	__atomic_store_n(&page->block_size, tl_class_size[cls], __ATOMIC_RELAXED);
 	page->reserved = (uint32_t)(area / page->block_size);
 	page->slice_magic = tl_slice_magic(page->block_size);

@@ -17,6 +17,7 @@
 
 #include "tlmalloc.h"
 #include "tlmalloc/internal.h"
+#include "tlmalloc/kept.h"
 #include "tlmalloc/os.h"
 #include "tlmalloc/guarded.h"
 #include "tlmalloc/pool.h"
@@ -150,8 +151,10 @@ static void copy_classes(struct tl_stats *st, const struct tl_pool_stats *ps)
 void tl_stats_counted(struct tl_pool_stats *ps)
 {
 	tl_heap *heap = tl_heap_local;
-	if (tl_heap_is_thread_heap(heap))
+	if (tl_heap_is_thread_heap(heap)) {
+		tl_kept_flush(heap);	/* its counts exact */
 		tl_heap_collect_all(heap, false);
+	}
 	tl_shared_collect(false);
 	tl_pool_stats_get(ps);
 	tl_purger_poll();	/* the collects may have given pages back */

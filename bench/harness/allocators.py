@@ -104,12 +104,14 @@ BUILT_PEERS = (
     BuiltPeer("hardened_malloc", "libhardened_malloc.so", "hardened_malloc-rs"),
 )
 
+KEPT_BYTES = "32768"                # tlmalloc-kept's kept_bytes
+
 PEERS_DIR = "peers"                 # under the build folder
 VERSIONS_FILE = "VERSIONS.json"
 BUILD_PEERS_HINT = "not built: run scripts/build-peers.sh (needs cargo)"
 
-BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure", "tlmalloc-lock",
-           "glibc") \
+BUILTIN = ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure", "tlmalloc-kept",
+           "tlmalloc-lock", "glibc") \
     + tuple(p.name for p in PEERS) + tuple(p.name for p in BUILT_PEERS) \
     + ("musl", "musl-tlmalloc", "tlmalloc-linked")
 
@@ -198,12 +200,19 @@ def tlmalloc_allocators(build_dir: Path, bench_dir: Path) -> list[Allocator]:
                        "tlmalloc's secure variant, its defaults (canaries, "
                        "fill and quarantine of freed blocks: docs/secure.md)"
                        if secure_found else missing_note(secure_lib))
+    # the default library with kept blocks on: the trade the option makes
+    # (docs/design.md, "Kept blocks"), measured beside the default
+    kept = Allocator("tlmalloc-kept", Kind.PRELOAD, str(lib) if found else "",
+                     found, "tlmalloc with kept blocks "
+                     "(TLMALLOC_KEPT_BYTES=%s: docs/design.md, \"Kept "
+                     "blocks\")" % KEPT_BYTES if found else missing_note(lib),
+                     env={"TLMALLOC_KEPT_BYTES": KEPT_BYTES})
     ts_found = ts_prog.is_file()
     lock = Allocator("tlmalloc-lock", Kind.TS, "", ts_found,
                      "ts_malloc_lock: one heap behind one lock "
                      "(scaling workload only)" if ts_found
                      else missing_note(ts_prog), ts_api=TsApi.LOCK)
-    return [main, fast, secure, lock]
+    return [main, fast, secure, kept, lock]
 
 
 def peer_allocators(lib_dirs: Sequence[Path]) -> list[Allocator]:

@@ -116,7 +116,7 @@ def add_versions(allocs: Iterable[Allocator],
     """Fills each found allocator's package and version where known."""
     for alloc in allocs:
         if alloc.name in ("tlmalloc", "tlmalloc-fast", "tlmalloc-secure",
-                          "tlmalloc-lock", "tlmalloc-linked"):
+                          "tlmalloc-kept", "tlmalloc-lock", "tlmalloc-linked"):
             alloc.version = tlmalloc_version
         elif alloc.kind is Kind.SYSTEM:
             alloc.version = libc_version()

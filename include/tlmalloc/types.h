@@ -237,6 +237,9 @@ typedef struct tl_page {
 	 * follower's descriptor, not two (the secure build's line has no
 	 * room left, for its key). */
 	uint8_t slice_offset;
+	/* Set by tl_page_format: size_class again, in the line another
+	 * thread's free reads, for it to keep the block (kept.h). */
+	uint8_t kept_class;
 	/* In a heap's full list: that heap's index (tl_heap.index), written
 	 * with the owner word, under the heap's full_lock, and 0 otherwise;
 	 * what a thread that frees into the page reads to give it away
@@ -337,6 +340,20 @@ struct tl_heap {
 	/* Pages of the full list given away since the owner last looked
 	 * (pages_owned is the owner's to lower) */
 	tl_atomic_u32 donated;
+	/*
+	 * Kept blocks (kept.h): blocks of other heaps' pages that this
+	 * thread freed, kept for its own next mallocs of their class, a LIFO
+	 * list per class (links encoded: tl_kept_link), at most kept_bytes
+	 * of each class (the option, read by tl_heap_get_or_create; 0 for
+	 * other heaps, and from its thread's exit on).  Owner only.
+	 */
+	tl_block *kept[TL_CLASSES];
+	uint16_t kept_count[TL_CLASSES];
+#if TL_COUNTS
+	/* Blocks handed out of kept lists, not yet in tl_class_allocs */
+	uint16_t kept_allocs[TL_CLASSES];
+#endif
+	uint32_t kept_bytes;
 	/* When its latest page joined the full list (tl_os_coarse_ms / 4,
 	 * as tl_page.full_since): written by the owner, read by a thread
 	 * that empties one of its full pages (free.c, give_away_if_due) */

@@ -39,7 +39,7 @@ def by(allocs):
 def test_discovery_finds_what_is_there(tree):
     found = by(am.discover(tree / "build", [tree / "libs"]))
     assert list(found) == ["tlmalloc", "tlmalloc-fast", "tlmalloc-secure",
-                           "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc",
+                           "tlmalloc-kept", "tlmalloc-lock", "glibc", "jemalloc", "tcmalloc",
                            "mimalloc", "tbbmalloc", "mimalloc3", "snmalloc",
                            "rpmalloc", "hardened_malloc", "musl",
                            "musl-tlmalloc", "tlmalloc-linked"]
@@ -54,6 +54,11 @@ def test_discovery_finds_what_is_there(tree):
         is am.Kind.PRELOAD and not found["tlmalloc-secure"].ts_api
     assert found["tlmalloc-secure"].path.endswith(
         "build/src/libtlmalloc-secure.so")
+    assert found["tlmalloc-kept"].found and found["tlmalloc-kept"].path == \
+        found["tlmalloc"].path
+    assert found["tlmalloc-kept"].run_env() == {
+        "TLMALLOC_KEPT_BYTES": "32768",
+        "LD_PRELOAD": found["tlmalloc"].path}
     assert found["tlmalloc-lock"].found and found["tlmalloc-lock"].ts_api is am.TsApi.LOCK
     assert found["jemalloc"].path == str(tree / "libs" / "libjemalloc.so.2")
     assert found["tbbmalloc"].path.endswith("libtbbmalloc_proxy.so.2")
@@ -110,6 +115,7 @@ def test_nothing_built(tmp_path):
     assert not found["tlmalloc-fast"].found
     assert not found["tlmalloc-secure"].found
     assert "not built" in found["tlmalloc-secure"].note
+    assert not found["tlmalloc-kept"].found
     assert not found["tlmalloc-lock"].found
     assert not found["musl"].found
     assert not found["musl-tlmalloc"].found

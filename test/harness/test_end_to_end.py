@@ -93,9 +93,10 @@ def test_every_run_recorded(finished):
     _, run_dir, have_lib, _ = finished
     data = json.load(open(os.path.join(run_dir, "runs.json")))
     runs = data["runs"]
-    # loop: glibc, musl (+tlmalloc); prodcons: glibc (+tlmalloc);
-    # scaling: 4 points x glibc, tlmalloc-lock (+tlmalloc)
-    cells = 2 + 1 + 4 * 2 + (1 + 1 + 4 if have_lib else 0)
+    # loop: glibc, musl (+tlmalloc, tlmalloc-kept); prodcons: glibc
+    # (+tlmalloc, tlmalloc-kept); scaling: 4 points x glibc, tlmalloc-lock
+    # (+tlmalloc, tlmalloc-kept)
+    cells = 2 + 1 + 4 * 2 + (2 * (1 + 1 + 4) if have_lib else 0)
     assert len(runs) == cells * 2
     with open(os.path.join(run_dir, "runs.csv")) as handle:
         rows = list(csv.DictReader(handle))

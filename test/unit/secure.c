@@ -112,6 +112,8 @@
  *   fill_option_ignored          with secure_fill 0 (TLMALLOC_SECURE_FILL
  *                                or tl_option_set) a freed block keeps its
  *                                bytes; set to 1 again, it is filled
+ *   kept_option_taken            kept_bytes is accepted: the quarantine's
+ *                                blocks would be handed out again
  *   order_not_shuffled           fresh blocks do not come in address order
  *   guard_page_missing           the page after a huge block, the last page
  *                                of a 4 MiB segment and the page before its
@@ -911,6 +913,16 @@ static void fill_option_ignored(void)
 	CHECK(tl_option_set("secure_fill", 2) == EINVAL);
 }
 
+/* Kept blocks (kept.h) would hand a freed block out again outside the
+ * quarantine: the secure variant has none, and refuses the option. */
+static void kept_option_taken(void)
+{
+	long v = -1;
+	CHECK(tl_option_get("kept_bytes", &v) == 0 && v == 0);
+	CHECK(tl_option_set("kept_bytes", 32768) == EINVAL);
+	CHECK(tl_option_get("kept_bytes", &v) == 0 && v == 0);
+}
+
 static void order_not_shuffled(void)
 {
 	enum { N = 64 };
@@ -1213,6 +1225,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(late_sized_free_refused),
 	TEST_CASE(fill_missing),
 	TEST_CASE(fill_option_ignored),
+	TEST_CASE(kept_option_taken),
 	TEST_CASE(order_not_shuffled),
 	TEST_CASE(guard_page_missing),
 	TEST_CASE(huge_guard_lost_on_realloc),
