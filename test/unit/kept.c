@@ -104,13 +104,20 @@ static int index_of(char *const *p, int n, const char *q)
 	return -1;
 }
 
+/* With kept_bytes kept: n blocks of the main thread, p, freed by another
+ * thread, which then mallocs n of the size, q. */
+static void free_then_take(long kept, char **p, char **q, int n)
+{
+	set_kept(kept);
+	make_blocks(p, n);
+	struct job j = { p, n, q, n, 0 };
+	run_job(&j);
+}
+
 static void kept_not_reused(void)
 {
-	set_kept(32768);
 	char *p[N], *q[N];
-	make_blocks(p, N);
-	struct job j = { p, N, q, N, 0 };
-	run_job(&j);
+	free_then_take(32768, p, q, N);
 	for (int i = 0; i < N; i++)
 		CHECKF(q[i] == p[N - 1 - i], "malloc %d returned %p, not %p",
 		       i, (void *)q[i], (void *)p[N - 1 - i]);
@@ -121,11 +128,8 @@ static void kept_not_reused(void)
 
 static void kept_without_option(void)
 {
-	set_kept(0);
 	char *p[N], *q[N];
-	make_blocks(p, N);
-	struct job j = { p, N, q, N, 0 };
-	run_job(&j);
+	free_then_take(0, p, q, N);
 	for (int i = 0; i < N; i++)
 		CHECKF(index_of(p, N, q[i]) < 0, "malloc %d returned a block "
 		       "another thread freed (%p)", i, (void *)q[i]);
@@ -136,11 +140,8 @@ static void kept_without_option(void)
 static void kept_past_limit(void)
 {
 	enum { M = 64, KEPT = 1024 / SIZE };
-	set_kept(1024);
 	char *p[M], *q[M];
-	make_blocks(p, M);
-	struct job j = { p, M, q, M, 0 };
-	run_job(&j);
+	free_then_take(1024, p, q, M);
 	/* the first KEPT frees were kept, newest first; the others went
 	 * back to their page, which the thread does not own */
 	for (int i = 0; i < KEPT; i++)
