@@ -86,7 +86,9 @@ void *tl_malloc_slow(size_t size)
 	tl_heap *heap = tl_heap_local;
 	if (tl_unlikely(heap->prof != NULL))
 		return tl_profile_malloc(heap, size);
-	if (size <= TL_MEDIUM_MAX) {
+	/* a heap that keeps nothing has no kept block (kept_bytes is 0 from
+	 * its creation, or since its flush at its thread's exit) */
+	if (heap->kept_bytes != 0 && size <= TL_MEDIUM_MAX) {
 		tl_block *block = tl_kept_pop(heap, tl_size_to_class(size));
 		if (block != NULL)
 			return block;

@@ -389,6 +389,23 @@ static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
 }
 #endif
 
+/* The rest of free_remote when the calling thread keeps blocks: kept
+ * (kept.h) if the page is a live heap's (an abandoned, orphaned or parked
+ * page's blocks go to it, for the heap that adopts it) and its class's
+ * list has room, else pushed on the page's thread_free.  Out of line, and
+ * reading what it needs again, so that tl_free_slow's other paths keep
+ * their registers. */
+static TL_NOINLINE void free_kept(tl_heap *heap, tl_page *page,
+				  tl_block *block, uintptr_t mark)
+{
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner) &
+			  ~(uintptr_t)TL_OWNER_FULL;
+	if (owner >= TL_OWNER_MARKERS &&
+	    tl_kept_push(heap, page, block, mark))
+		return;
+	maybe_give_away(page, push_remote(page, block, mark));
+}
+
 /* A block of another heap's page (or an abandoned one): checked, then kept
  * for the calling thread's next malloc of its class (kept.h) or, when it
  * keeps no more, pushed on the page's thread_free with one CAS.  In its
@@ -396,8 +413,7 @@ static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
  * past it, where the test of a slice offset does not apply, the checks run
  * in full. */
 static TL_ALWAYS_INLINE void free_remote(tl_heap *heap, tl_page *page,
-					tl_block *block, bool first_slice,
-					bool keep)
+					tl_block *block, bool first_slice)
 {
 	uintptr_t mark = tl_free_mark(page, block);
 	if (!first_slice ||
@@ -408,9 +424,10 @@ static TL_ALWAYS_INLINE void free_remote(tl_heap *heap, tl_page *page,
 	mark = fill_freed(page, block, mark);
 	if (quarantined(block, mark))
 		return;
-	if (keep && tl_kept_push(heap, page, block, mark))
-		return;
-	maybe_give_away(page, push_remote(page, block, mark));
+	if (tl_unlikely(heap->kept_bytes != 0))
+		free_kept(heap, page, block, mark);
+	else
+		maybe_give_away(page, push_remote(page, block, mark));
 }
 
 #if TL_SECURE
@@ -487,9 +504,9 @@ static TL_ALWAYS_INLINE void free_generic(tl_heap *heap, tl_page *page,
 	} else if (owner == TL_OWNER_FREE) {
 		tl_fatal("free", p, "block of a free page (double free?)");
 	}
-	/* another heap's (kept, if the thread keeps it), or abandoned,
+	/* another heap's (kept, if the thread keeps blocks), or abandoned,
 	 * orphaned, parked: thread_free */
-	free_remote(heap, page, p, first_slice, heap_of >= TL_OWNER_MARKERS);
+	free_remote(heap, page, p, first_slice);
 }
 
 void tl_free_generic(tl_heap *heap, tl_page *page, void *p)

@@ -1,6 +1,6 @@
 /*
  * kept.c - kept blocks (kept.h): a thread's kept lists given back to their
- * pages, and the test that finds a kept block again (a double free).
+ * pages.
  */
 #include "tlmalloc/kept.h"
 
@@ -49,24 +49,3 @@ void tl_kept_flush(tl_heap *heap)
 	(void)heap;
 #endif
 }
-
-bool tl_kept_holds(const tl_page *page, const tl_block *block)
-{
-#if TL_KEEPS
-	const tl_block *next = tl_kept_link(block->next);
-	if (next == NULL)
-		return true;
-	if (((uintptr_t)next & (TL_MIN_ALIGN - 1)) != 0 ||
-	    !tl_segment_is_ours(next))
-		return false;
-	const tl_page *np = tl_page_of(tl_segment_of(next), next);
-	return __atomic_load_n(&np->block_size, __ATOMIC_RELAXED) ==
-		       __atomic_load_n(&page->block_size, __ATOMIC_RELAXED) &&
-	       tl_block_in_page(np, next);
-#else
-	(void)page;
-	(void)block;
-	return false;
-#endif
-}
-

@@ -24,8 +24,8 @@
  * its free mark, so any second free of it reaches the checks of free.c,
  * which find it by its link (tl_kept_holds): the link is encoded with
  * TL_KEPT_TAG, whose top bits no pointer has, so a word of user data
- * decodes to NULL or to a block of the same size by chance once in far
- * more than 2^32.
+ * decodes to NULL or to an address in tlmalloc's segments by chance once
+ * in far more than 2^32 (2^-16 for the top bits alone).
  *
  * The secure build keeps nothing (TL_KEEPS 0): its frees go through the
  * quarantine and its links are keyed per page.
@@ -55,18 +55,15 @@ static inline tl_block *tl_kept_link(const tl_block *link)
 }
 
 /*
- * Keep block, of page (another heap's, or abandoned, orphaned, parked),
- * that heap's thread frees, checked already, with its free mark: false
- * when the heap keeps nothing (the option kept_bytes is 0, not a thread's
- * heap, or its thread is exiting) or the class's list is full, and the
- * block goes back to its page.
+ * Keep block, of page (another live heap's), that heap's thread frees,
+ * checked already, with its free mark, when the heap keeps blocks (its
+ * kept_bytes is not 0: the caller tests it); false when the class's list
+ * is full, and the block goes back to its page.
  */
 static inline bool tl_kept_push(tl_heap *heap, const tl_page *page,
 				tl_block *block, uintptr_t mark)
 {
 #if TL_KEEPS
-	if (heap->kept_bytes == 0)
-		return false;
 	unsigned cls = __atomic_load_n(&page->kept_class, __ATOMIC_RELAXED);
 	uint32_t n = heap->kept_count[cls];
 	if (n >= TL_KEPT_MAX ||
@@ -127,7 +124,24 @@ static inline tl_block *tl_kept_pop(tl_heap *heap, unsigned cls)
 void tl_kept_flush(tl_heap *heap);
 
 /* Whether a block that carries its free mark lies in some thread's kept
- * list, by its link (above): a second free of it is a double free. */
-bool tl_kept_holds(const tl_page *page, const tl_block *block);
+ * list, by its link (above): NULL or an aligned address of one of
+ * tlmalloc's segments once decoded.  A second free of it is a double
+ * free.  Inline and short: free.c's checks inline it, and more here cost
+ * tl_free_slow registers on all its paths (docs/design.md, "Kept
+ * blocks"). */
+static inline bool tl_kept_holds(const tl_page *page, const tl_block *block)
+{
+#if TL_KEEPS
+	(void)page;
+	const tl_block *next = tl_kept_link(block->next);
+	return next == NULL ||
+	       (((uintptr_t)next & (TL_MIN_ALIGN - 1)) == 0 &&
+		tl_segment_is_ours(next));
+#else
+	(void)page;
+	(void)block;
+	return false;
+#endif
+}
 
 #endif
