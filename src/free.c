@@ -110,7 +110,7 @@ static inline void check_block(const char *call, const tl_page *page,
 #endif
 	if (tl_unlikely(tl_block_marked(page, block)) &&
 	    ((owner ? page_holds_free(page, block) : looks_free(page, block)) ||
-	     tl_kept_holds(page, block)))
+	     tl_kept_holds(block)))
 		tl_fatal(call, p, call[0] == 'f' ? "double free"
 						 : "block already freed");
 #else

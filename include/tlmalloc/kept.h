@@ -129,16 +129,14 @@ void tl_kept_flush(tl_heap *heap);
  * free.  Inline and short: free.c's checks inline it, and more here cost
  * tl_free_slow registers on all its paths (docs/design.md, "Kept
  * blocks"). */
-static inline bool tl_kept_holds(const tl_page *page, const tl_block *block)
+static inline bool tl_kept_holds(const tl_block *block)
 {
 #if TL_KEEPS
-	(void)page;
 	const tl_block *next = tl_kept_link(block->next);
 	return next == NULL ||
 	       (((uintptr_t)next & (TL_MIN_ALIGN - 1)) == 0 &&
 		tl_segment_is_ours(next));
 #else
-	(void)page;
 	(void)block;
 	return false;
 #endif
