@@ -763,8 +763,9 @@ tl_heap *tl_heap_get_or_create(void)
 		heap_unpark(heap, tl_direct_local, tl_thread_id());
 	else
 		tl_heap_init(heap, tl_direct_local, tl_thread_id());
-	/* kept.h: 0 again at its thread's exit */
-	heap->kept_bytes = TL_SECURE ? 0 : (uint32_t)tl_option(TL_OPT_kept_bytes);
+	/* kept.h: 0 again at its thread's exit (and always in the secure
+	 * build, whose option takes 0 alone) */
+	heap->kept_bytes = (uint32_t)tl_option(TL_OPT_kept_bytes);
 	tl_heap_set_local(heap);
 	tl_thread_register(heap);
 	return heap;

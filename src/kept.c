@@ -15,8 +15,7 @@ static void flush_list(tl_block *block)
 		uint32_t n = 1;
 		block = tl_kept_link(block->next);
 		while (block != NULL &&
-		       tl_page_of(tl_segment_of(block), block) == page &&
-		       n < TL_KEPT_MAX) {
+		       tl_page_of(tl_segment_of(block), block) == page) {
 			last->next = tl_link_encode(page, last, block);
 			last = block;
 			n++;
@@ -42,7 +41,7 @@ void tl_kept_flush(tl_heap *heap)
 		if (list == NULL)
 			continue;
 		heap->kept[cls] = NULL;
-		__atomic_store_n(&heap->kept_count[cls], 0, __ATOMIC_RELAXED);
+		heap->kept_count[cls] = 0;
 		flush_list(list);
 	}
 #else

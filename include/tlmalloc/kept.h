@@ -76,8 +76,7 @@ static inline bool tl_kept_push(tl_heap *heap, const tl_page *page,
 #endif
 	block->next = tl_kept_link(heap->kept[cls]);
 	heap->kept[cls] = block;
-	__atomic_store_n(&heap->kept_count[cls], (uint16_t)(n + 1),
-			 __ATOMIC_RELAXED);
+	heap->kept_count[cls] = (uint16_t)(n + 1);
 	return true;
 #else
 	(void)heap;
@@ -97,9 +96,7 @@ static inline tl_block *tl_kept_pop(tl_heap *heap, unsigned cls)
 	if (block == NULL)
 		return NULL;
 	heap->kept[cls] = tl_kept_link(block->next);
-	__atomic_store_n(&heap->kept_count[cls],
-			 (uint16_t)(heap->kept_count[cls] - 1),
-			 __ATOMIC_RELAXED);
+	heap->kept_count[cls]--;
 #if TL_COUNTS
 	/* counted in the class's total TL_KEPT_COUNT_BATCH at a time */
 	if (++heap->kept_allocs[cls] == TL_KEPT_COUNT_BATCH) {
