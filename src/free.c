@@ -514,56 +514,116 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 	free_generic(heap, page, p);
 }
 
-/* A sized free that missed the fast path is most often another thread's
- * block of a small or medium page with the right size (larson --free
- * sized: two in three frees): one segment lookup and the size against its
- * page, read from the line other threads' frees read (a page's owner word
- * tells a huge one), then the generic path, as tl_free_slow would go.
- * False if it is not that case (the full check decides then). */
-static bool free_sized_remote(void *p, size_t size)
+/*
+ * The slow free most frequent by far: a block of another heap's page (or
+ * of an abandoned, orphaned or parked one) in its page's first slice,
+ * with the fast path's two checks passed, freed by a thread that keeps no
+ * blocks: pushed on the page's thread_free with one CAS.  With sized, the
+ * size given must be one the page serves (the sized free's check, read
+ * from the line other threads' frees read).  Every other call on this
+ * path is a tail call or rare, so tl_free_slow and tl_free_sized_slow
+ * save no register for it (docs/measurements.md, "The remote free,
+ * lean").  False, having done nothing, for anything else (the owner's
+ * free past a medium page's first slice, a failed check, a huge block):
+ * the general path decides, from the start.  The secure build's frees
+ * fill, check in full and quarantine: none takes this path there.
+ */
+#define TL_OWNERS_REMOTE ((1ull << TL_OWNER_ABANDONED) | \
+			  (1ull << TL_OWNER_ORPHAN) | (1ull << TL_OWNER_PARKED))
+
+static TL_ALWAYS_INLINE bool free_remote_lean(tl_page *page, tl_block *block,
+					      bool sized, size_t size)
 {
-	if (TL_SECURE || p == NULL || !tl_segment_is_ours(p))
+#if TL_SECURE
+	(void)page;
+	(void)block;
+	(void)sized;
+	(void)size;
+	return false;
+#else
+	if (sized && !tl_page_holds_size_remote(page, size))
 		return false;
-	tl_page *slice = tl_slice_of(tl_segment_of(p), p), *page = slice;
 	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
-	if (owner == TL_OWNER_FOLLOWER) {
-		page -= page->slice_offset;
-		owner = tl_uptr_load_relaxed(&page->owner);
+	if (owner < TL_OWNER_MARKERS) {
+		if (!((TL_OWNERS_REMOTE >> owner) & 1))
+			return false;
+	} else {
+		const tl_heap *heap = tl_heap_local;
+		uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
+		if (heap_of == heap->id || heap_of == tl_profile_heap_id() ||
+		    heap->kept_bytes != 0)
+			return false;
 	}
-	if (owner == TL_OWNER_FREE || owner == TL_OWNER_HUGE ||
-	    !tl_page_holds_size_remote(page, size))
+	uintptr_t mark = tl_free_mark(page, block);
+	if (!tl_free_checks_pass(page, block, mark,
+				 __atomic_load_n(&page->slice_limit,
+						 __ATOMIC_RELAXED)))
 		return false;
-	free_generic(tl_heap_local, slice, p);
+	maybe_give_away(page, push_remote(page, block, mark));
 	tl_purger_poll();
 	return true;
+#endif
 }
 
+/* A pointer outside tlmalloc's segments: a guarded sample (guarded.c),
+ * the secure build's zero-size block, or an invalid free. */
+static TL_NOINLINE void free_foreign(void *p)
+{
+	if (tl_guarded_holds(p)) {
+		tl_guarded_free("free", p);
+		return;
+	}
+#if TL_SECURE
+	if (tl_zero_holds(p)) {
+		tl_zero_free("free", p);
+		return;
+	}
+#endif
+	tl_fatal("free", p, "not allocated by tlmalloc");
+}
+
+/* Every other free of a block in tlmalloc's segments (slice: the
+ * descriptor of its 64 KiB slice). */
+static TL_NOINLINE void free_slow_general(tl_page *slice, void *p)
+{
+	free_generic(tl_heap_local, slice, p);
+	tl_purger_poll();
+}
+
+/* A sized free that is not free_remote_lean's case: the size checked in
+ * full (a block past a medium page's first slice among them), then free. */
+static TL_NOINLINE void free_sized_general(const char *call, void *p,
+					   size_t size, size_t alignment)
+{
+	sized_check(call, p, size, alignment);
+	tl_free_local(p);
+}
+
+/* A sized free that missed the fast path is most often another thread's
+ * block of a small or medium page with the right size (larson --free
+ * sized: two in three frees): the size against its page, read from the
+ * line other threads' frees read (free_remote_lean). */
 void tl_free_sized_slow(const char *call, void *p, size_t size,
 			size_t alignment)
 {
-	if (alignment == 0 && free_sized_remote(p, size))
-		return;
-	sized_check(call, p, size, alignment);
-	tl_free_local(p);
+	if (alignment == 0 && p != NULL && tl_segment_is_ours(p)) {
+		if (free_remote_lean(tl_slice_of(tl_segment_of(p), p), p,
+				     true, size))
+			return;
+	}
+	free_sized_general(call, p, size, alignment);
 }
 
 void tl_free_slow(void *p)
 {
 	if (p == NULL)
 		return;
-	if (!tl_segment_is_ours(p)) {
-		if (tl_guarded_holds(p)) {
-			tl_guarded_free("free", p);
-			return;
-		}
-#if TL_SECURE
-		if (tl_zero_holds(p)) {
-			tl_zero_free("free", p);
-			return;
-		}
-#endif
-		tl_fatal("free", p, "not allocated by tlmalloc");
+	if (tl_unlikely(!tl_segment_is_ours(p))) {
+		free_foreign(p);
+		return;
 	}
-	free_generic(tl_heap_local, tl_slice_of(tl_segment_of(p), p), p);
-	tl_purger_poll();
+	tl_page *slice = tl_slice_of(tl_segment_of(p), p);
+	if (tl_likely(free_remote_lean(slice, p, false, 0)))
+		return;
+	free_slow_general(slice, p);
 }
