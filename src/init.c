@@ -48,9 +48,12 @@ static void thread_exit(void *arg)
 	tl_heap *heap = arg;
 	tl_heap_set_local(&tl_heap_exiting);
 	/* first: its kept blocks go back while it owns its pages, some of
-	 * them perhaps theirs */
-	heap->kept_bytes = 0;
-	tl_kept_flush(heap);
+	 * them perhaps theirs (a heap that never kept has none: its
+	 * kept_bytes was 0 since its creation) */
+	if (heap->kept_bytes != 0) {
+		heap->kept_bytes = 0;
+		tl_kept_flush(heap);
+	}
 #if TL_SECURE
 	/* its blocks freed for real while the heap still owns its pages */
 	tl_quarantine_flush(heap);
