@@ -54,27 +54,10 @@ void *tl_malloc_generic(tl_heap *heap, size_t size)
 	return tl_heap_alloc(heap, size);
 }
 
-/*
- * Sizes above the direct table up to TL_MEDIUM_MAX take the head of their
- * class's queue, the page the direct table would point at, the same way
- * before the generic path, which finds a page.  A heap that has none
- * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
- * queue there.  What would reach the generic path may be a guarded sample
- * instead (guarded.c), when the option guarded_rate is on; a heap that
- * samples for the heap profiler goes to it instead of the generic path.
- * Before the generic path, the block of the class the thread kept last
- * (kept.h), if it keeps one.
- */
-void *tl_malloc_slow(size_t size)
+/* tl_malloc_slow past the pop of its queue head: a guarded sample, the
+ * heap profiler, a kept block, the generic path. */
+static TL_NOINLINE void *malloc_slow_rest(size_t size)
 {
-	if (size - (TL_DIRECT_MAX + 1) < TL_MEDIUM_MAX - TL_DIRECT_MAX) {
-		tl_page *page = tl_queue_local[tl_size_to_class(size)].first;
-		if (page != NULL) {
-			tl_block *block = tl_page_pop_recent(page);
-			if (tl_likely(block != NULL))
-				return block;
-		}
-	}
 	if (tl_unlikely(tl_guarded_on())) {
 		void *g = tl_guarded_malloc(size);
 		if (g != NULL)
@@ -96,6 +79,52 @@ void *tl_malloc_slow(size_t size)
 	void *p = tl_malloc_generic(heap, size);
 	tl_purger_poll();
 	return p;
+}
+
+/*
+ * A dry head of a medium class (its free and local_free empty) with no
+ * other thread's free to collect and no page behind it carves its next
+ * blocks here, as heap_scan_queue would: a class above 1 KiB carves one or
+ * two blocks at a time (page.c), so a thread that only allocates (the
+ * producers of `memtime`) went through the whole generic path at nearly
+ * every malloc (docs/measurements.md, "A dry medium head carves on the
+ * slow path").  Out of line, so that tl_malloc_slow's pop saves no
+ * register for it.
+ */
+static TL_NOINLINE void *medium_head_dry(tl_page *page, size_t size)
+{
+	if (page->next == NULL &&
+	    tl_uptr_load_relaxed(&page->thread_free) == 0) {
+		tl_page_set_avail(page, 0);	/* exact again: free is empty */
+		if (tl_page_extend(page))
+			return tl_page_pop(page);
+	}
+	return malloc_slow_rest(size);
+}
+
+/*
+ * Sizes above the direct table up to TL_MEDIUM_MAX take the head of their
+ * class's queue, the page the direct table would point at, the same way
+ * before the generic path, which finds a page.  A heap that has none
+ * (tl_heap_empty, tl_heap_exiting, a class not used yet) has an empty
+ * queue there.  What would reach the generic path may be a guarded sample
+ * instead (guarded.c), when the option guarded_rate is on; a heap that
+ * samples for the heap profiler goes to it instead of the generic path.
+ * Before the generic path, the block of the class the thread kept last
+ * (kept.h), if it keeps one.
+ */
+void *tl_malloc_slow(size_t size)
+{
+	if (size - (TL_DIRECT_MAX + 1) < TL_MEDIUM_MAX - TL_DIRECT_MAX) {
+		tl_page *page = tl_queue_local[tl_size_to_class(size)].first;
+		if (page != NULL) {
+			tl_block *block = tl_page_pop_recent(page);
+			if (tl_likely(block != NULL))
+				return block;
+			return medium_head_dry(page, size);
+		}
+	}
+	return malloc_slow_rest(size);
 }
 
 unsigned tl_aligned_class(size_t alignment, size_t size)

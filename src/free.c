@@ -337,8 +337,7 @@ void tl_page_push_remote_chain(tl_page *page, tl_block *first,
  * writes.
  */
 #if !TL_SECURE
-static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
-					  uint32_t waiting);
+static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index);
 #endif
 
 static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
@@ -348,14 +347,16 @@ static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
 	(void)waiting;
 #else
 	uint32_t index = tl_page_full_heap(page);
-	if (tl_unlikely(index != 0))
-		give_away_if_due(page, index, waiting);
+	if (tl_unlikely(index != 0) &&
+	    waiting == __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
+		give_away_if_due(page, index);
 #endif
 }
 
 #if !TL_SECURE
 /*
- * The rest of it, for a page in a full list (out of line: rare).  Given
+ * The rest of it, for a page in a full list whose blocks other threads
+ * have all freed now (out of line: rare).  Given
  * away once full for long enough, or at once when its heap has put no
  * page in its full list since the coarse clock last ticked: a producer
  * fills pages all the time and takes an emptied one back itself, a heap
@@ -365,11 +366,8 @@ static TL_ALWAYS_INLINE void maybe_give_away(tl_page *page, uint32_t waiting)
  * within the 12 ms).  Times in units of 4 ms (full_since, full_last); a
  * wrap (after 262 s) only delays the page.
  */
-static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index,
-					  uint32_t waiting)
+static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index)
 {
-	if (waiting != __atomic_load_n(&page->full_capacity, __ATOMIC_RELAXED))
-		return;
 	uint16_t now = (uint16_t)(tl_os_coarse_ms() >> 2);
 	uint16_t full_for = (uint16_t)(now -
 		__atomic_load_n(&page->full_since, __ATOMIC_RELAXED));
@@ -582,10 +580,53 @@ static TL_NOINLINE void free_foreign(void *p)
 	tl_fatal("free", p, "not allocated by tlmalloc");
 }
 
+/*
+ * A block past a medium page's first slice (its slice a follower, page its
+ * leader) with the full check of a block start passed and no free mark:
+ * the owner's free (rptest: most of its slow frees) pushed on local_free,
+ * another thread's as free_remote_lean would; false for anything else.
+ * Out of tl_free_slow's way: only free_slow_general inlines it.
+ */
+static TL_ALWAYS_INLINE bool free_follower_lean(tl_page *page, tl_block *block)
+{
+#if TL_SECURE
+	(void)page;
+	(void)block;
+	return false;
+#else
+	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
+	const tl_heap *heap = tl_heap_local;
+	if (!tl_block_in_page(page, block) || tl_block_marked(page, block))
+		return false;
+	uintptr_t mark = tl_free_mark(page, block);
+	if (owner == heap->id) {
+		tl_page_push_local(page, block, mark);
+	} else {
+		if (owner < TL_OWNER_MARKERS) {
+			if (!((TL_OWNERS_REMOTE >> owner) & 1))
+				return false;
+		} else {
+			uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
+			if (heap_of == heap->id ||
+			    heap_of == tl_profile_heap_id() ||
+			    heap->kept_bytes != 0)
+				return false;
+		}
+		maybe_give_away(page, push_remote(page, block, mark));
+	}
+	tl_purger_poll();
+	return true;
+#endif
+}
+
 /* Every other free of a block in tlmalloc's segments (slice: the
- * descriptor of its 64 KiB slice). */
+ * descriptor of its 64 KiB slice): past a medium page's first slice
+ * (free_follower_lean), or anything, from the start. */
 static TL_NOINLINE void free_slow_general(tl_page *slice, void *p)
 {
+	if (tl_uptr_load_relaxed(&slice->owner) == TL_OWNER_FOLLOWER &&
+	    free_follower_lean(slice - slice->slice_offset, p))
+		return;
 	free_generic(tl_heap_local, slice, p);
 	tl_purger_poll();
 }
