@@ -384,6 +384,9 @@ static TL_NOINLINE void give_away_if_due(tl_page *page, uint32_t index)
 			return;
 	}
 	tl_pool_give_away(page, index);
+	/* the pool may want its purger now; the free paths that called
+	 * this poll for nothing else (free_remote_lean) */
+	tl_purger_poll();
 }
 #endif
 
@@ -521,7 +524,9 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
  * from the line other threads' frees read).  Every other call on this
  * path is a tail call or rare, so tl_free_slow and tl_free_sized_slow
  * save no register for it (docs/measurements.md, "The remote free,
- * lean").  False, having done nothing, for anything else (the owner's
+ * lean"); it polls for the purger only after a page given away, the one
+ * pool operation it can make (init.c: only the pool wakes the purger).
+ * False, having done nothing, for anything else (the owner's
  * free past a medium page's first slice, a failed check, a huge block):
  * the general path decides, from the start.  The secure build's frees
  * fill, check in full and quarantine: none takes this path there.
@@ -558,7 +563,6 @@ static TL_ALWAYS_INLINE bool free_remote_lean(tl_page *page, tl_block *block,
 						 __ATOMIC_RELAXED)))
 		return false;
 	maybe_give_away(page, push_remote(page, block, mark));
-	tl_purger_poll();
 	return true;
 #endif
 }
@@ -614,7 +618,6 @@ static TL_ALWAYS_INLINE bool free_follower_lean(tl_page *page, tl_block *block)
 		}
 		maybe_give_away(page, push_remote(page, block, mark));
 	}
-	tl_purger_poll();
 	return true;
 #endif
 }
@@ -647,7 +650,8 @@ static TL_NOINLINE void free_sized_general(const char *call, void *p,
 void tl_free_sized_slow(const char *call, void *p, size_t size,
 			size_t alignment)
 {
-	if (alignment == 0 && p != NULL && tl_segment_is_ours(p)) {
+	if (alignment == 0 && !(((uintptr_t)p - 1) >> TL_ADDRESS_BITS) &&
+	    tl_segment_map_has(p)) {
 		if (free_remote_lean(tl_slice_of(tl_segment_of(p), p), p,
 				     true, size))
 			return;
@@ -657,9 +661,13 @@ void tl_free_sized_slow(const char *call, void *p, size_t size,
 
 void tl_free_slow(void *p)
 {
-	if (p == NULL)
+	/* NULL and what no segment's bit covers, in one test */
+	if (tl_unlikely(((uintptr_t)p - 1) >> TL_ADDRESS_BITS)) {
+		if (p != NULL)
+			free_foreign(p);
 		return;
-	if (tl_unlikely(!tl_segment_is_ours(p))) {
+	}
+	if (tl_unlikely(!tl_segment_map_has(p))) {
 		free_foreign(p);
 		return;
 	}
