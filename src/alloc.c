@@ -87,14 +87,16 @@ static TL_NOINLINE void *malloc_slow_rest(size_t size)
  * blocks here, as heap_scan_queue would: a class above 1 KiB carves one or
  * two blocks at a time (page.c), so a thread that only allocates (the
  * producers of `memtime`) went through the whole generic path at nearly
- * every malloc (docs/measurements.md, "A dry medium head carves on the
- * slow path").  Out of line, so that tl_malloc_slow's pop saves no
- * register for it.
+ * every malloc (docs/measurements.md, "And the rest of the slow paths'
+ * common cases").  Not when guarded sampling is on or the thread keeps
+ * blocks: those come first (malloc_slow_rest).  Out of line, so that
+ * tl_malloc_slow's pop saves no register for it.
  */
 static TL_NOINLINE void *medium_head_dry(tl_page *page, size_t size)
 {
 	if (page->next == NULL &&
-	    tl_uptr_load_relaxed(&page->thread_free) == 0) {
+	    tl_uptr_load_relaxed(&page->thread_free) == 0 &&
+	    !tl_guarded_on() && tl_heap_local->kept_bytes == 0) {
 		tl_page_set_avail(page, 0);	/* exact again: free is empty */
 		if (tl_page_extend(page))
 			return tl_page_pop(page);

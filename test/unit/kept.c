@@ -11,6 +11,9 @@
  *                            does not get them back, newest first, at its
  *                            next mallocs of their size
  *   kept_without_option      with kept_bytes 0 it does (nothing is kept)
+ *   kept_medium_carved       ... or, for a class above 1 KiB, its own head
+ *                            page carves a fresh block instead (the slow
+ *                            path's carve of a dry medium head, alloc.c)
  *   kept_past_limit          it keeps more than kept_bytes of a class
  *                            (1024 bytes: 16 blocks of 64), or the blocks
  *                            past it do not go back to their page
@@ -135,6 +138,49 @@ static void kept_without_option(void)
 		       "another thread freed (%p)", i, (void *)q[i]);
 	for (int i = 0; i < N; i++)
 		free(q[i]);
+}
+
+#define MEDIUM 8192
+
+struct medium_job {
+	char *freed[2];
+	char *got[2];
+};
+
+/* Its own medium head first, dry (its one block carved and taken), then
+ * the main thread's two blocks freed (kept), then two mallocs. */
+static void *medium_keeper(void *arg)
+{
+	struct medium_job *j = arg;
+	own_heap();
+	char *mine = malloc(MEDIUM);
+	CHECK(mine != NULL);
+	free(j->freed[0]);
+	free(j->freed[1]);
+	j->got[0] = malloc(MEDIUM);
+	j->got[1] = malloc(MEDIUM);
+	free(mine);
+	return NULL;
+}
+
+static void kept_medium_carved(void)
+{
+	set_kept(32768);
+	struct medium_job j;
+	for (int i = 0; i < 2; i++) {
+		j.freed[i] = malloc(MEDIUM);
+		CHECK(j.freed[i] != NULL);
+		memset(j.freed[i], 0x5a, MEDIUM);
+	}
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, medium_keeper, &j) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECKF(j.got[0] == j.freed[1] && j.got[1] == j.freed[0],
+	       "mallocs returned %p and %p, not the kept %p and %p",
+	       (void *)j.got[0], (void *)j.got[1], (void *)j.freed[1],
+	       (void *)j.freed[0]);
+	free(j.got[0]);
+	free(j.got[1]);
 }
 
 static void kept_past_limit(void)
@@ -332,6 +378,7 @@ static void kept_realloc_child(void)
 static const struct test_case cases[] = {
 	TEST_CASE(kept_not_reused),
 	TEST_CASE(kept_without_option),
+	TEST_CASE(kept_medium_carved),
 	TEST_CASE(kept_past_limit),
 	TEST_CASE(kept_lost_at_exit),
 	TEST_CASE(kept_lost_at_trim),
