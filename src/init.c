@@ -23,7 +23,8 @@
  * only asks for it (tl_purger_wake): pthread_create allocates, and a malloc
  * in the middle of a heap's sweep, or under the shared heap's lock, would
  * re-enter what is half done.  The slow paths start it on their way out
- * (tl_purger_poll).
+ * (tl_purger_poll): those that can have asked for it (a free into another
+ * thread's page only after it gave a page away: free.c).
  */
 #include <errno.h>
 #include <pthread.h>
