@@ -534,6 +534,22 @@ void tl_free_generic(tl_heap *heap, tl_page *page, void *p)
 #define TL_OWNERS_REMOTE ((1ull << TL_OWNER_ABANDONED) | \
 			  (1ull << TL_OWNER_ORPHAN) | (1ull << TL_OWNER_PARKED))
 
+#if !TL_SECURE
+/* Whether a free into a page whose owner word is owner goes on its
+ * thread_free by the lean paths: an abandoned, orphaned or parked page's,
+ * or another heap's (not the profiler's) while this thread keeps no
+ * blocks. */
+static TL_ALWAYS_INLINE bool frees_remotely(uintptr_t owner)
+{
+	if (owner < TL_OWNER_MARKERS)
+		return (TL_OWNERS_REMOTE >> owner) & 1;
+	const tl_heap *heap = tl_heap_local;
+	uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
+	return heap_of != heap->id && heap_of != tl_profile_heap_id() &&
+	       heap->kept_bytes == 0;
+}
+#endif
+
 static TL_ALWAYS_INLINE bool free_remote_lean(tl_page *page, tl_block *block,
 					      bool sized, size_t size)
 {
@@ -546,17 +562,8 @@ static TL_ALWAYS_INLINE bool free_remote_lean(tl_page *page, tl_block *block,
 #else
 	if (sized && !tl_page_holds_size_remote(page, size))
 		return false;
-	uintptr_t owner = tl_uptr_load_relaxed(&page->owner);
-	if (owner < TL_OWNER_MARKERS) {
-		if (!((TL_OWNERS_REMOTE >> owner) & 1))
-			return false;
-	} else {
-		const tl_heap *heap = tl_heap_local;
-		uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
-		if (heap_of == heap->id || heap_of == tl_profile_heap_id() ||
-		    heap->kept_bytes != 0)
-			return false;
-	}
+	if (!frees_remotely(tl_uptr_load_relaxed(&page->owner)))
+		return false;
 	uintptr_t mark = tl_free_mark(page, block);
 	if (!tl_free_checks_pass(page, block, mark,
 				 __atomic_load_n(&page->slice_limit,
@@ -603,21 +610,12 @@ static TL_ALWAYS_INLINE bool free_follower_lean(tl_page *page, tl_block *block)
 	if (!tl_block_in_page(page, block) || tl_block_marked(page, block))
 		return false;
 	uintptr_t mark = tl_free_mark(page, block);
-	if (owner == heap->id) {
+	if (owner == heap->id)
 		tl_page_push_local(page, block, mark);
-	} else {
-		if (owner < TL_OWNER_MARKERS) {
-			if (!((TL_OWNERS_REMOTE >> owner) & 1))
-				return false;
-		} else {
-			uintptr_t heap_of = owner & ~(uintptr_t)TL_OWNER_FULL;
-			if (heap_of == heap->id ||
-			    heap_of == tl_profile_heap_id() ||
-			    heap->kept_bytes != 0)
-				return false;
-		}
+	else if (frees_remotely(owner))
 		maybe_give_away(page, push_remote(page, block, mark));
-	}
+	else
+		return false;
 	return true;
 #endif
 }
