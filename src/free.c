@@ -648,8 +648,7 @@ static TL_NOINLINE void free_sized_general(const char *call, void *p,
 void tl_free_sized_slow(const char *call, void *p, size_t size,
 			size_t alignment)
 {
-	if (alignment == 0 && !(((uintptr_t)p - 1) >> TL_ADDRESS_BITS) &&
-	    tl_segment_map_has(p)) {
+	if (alignment == 0 && tl_segment_is_ours(p)) {
 		if (free_remote_lean(tl_slice_of(tl_segment_of(p), p), p,
 				     true, size))
 			return;
@@ -659,14 +658,9 @@ void tl_free_sized_slow(const char *call, void *p, size_t size,
 
 void tl_free_slow(void *p)
 {
-	/* NULL and what no segment's bit covers, in one test */
-	if (tl_unlikely(((uintptr_t)p - 1) >> TL_ADDRESS_BITS)) {
+	if (tl_unlikely(!tl_segment_is_ours(p))) {	/* NULL too */
 		if (p != NULL)
 			free_foreign(p);
-		return;
-	}
-	if (tl_unlikely(!tl_segment_map_has(p))) {
-		free_foreign(p);
 		return;
 	}
 	tl_page *slice = tl_slice_of(tl_segment_of(p), p);

@@ -449,24 +449,15 @@ void tl_fault_init(void);
 #define TL_MAP_WORDS ((size_t)1 << (TL_ADDRESS_BITS - TL_SEGMENT_SHIFT - 6))
 extern tl_atomic_u64 tl_segment_map[TL_MAP_WORDS];
 
-/* The same for a p whose p - 1 is below 2^TL_ADDRESS_BITS (not NULL, not
- * past the addresses the map covers), which the caller tested. */
-static inline bool tl_segment_map_has(const void *p)
-{
-	uintptr_t n = (uintptr_t)tl_segment_of(p) >> TL_SEGMENT_SHIFT;
-	return (tl_u64_load_relaxed(&tl_segment_map[(n >> 6) &
-						    (TL_MAP_WORDS - 1)]) >>
-		(n & 63)) & 1;
-}
-
 /* Whether p lies in a live segment of tlmalloc's: its bit, inline (every
- * free of another thread's block asks). */
+ * free of another thread's block asks).  One test of p - 1 (the address
+ * tl_segment_of masks) leaves out NULL and what the map does not cover. */
 static inline bool tl_segment_is_ours(const void *p)
 {
-	if ((uintptr_t)p >> TL_ADDRESS_BITS)
+	if (((uintptr_t)p - 1) >> TL_ADDRESS_BITS)
 		return false;
-	/* p = 0 has a segment at the top: the mask keeps it inside */
-	return tl_segment_map_has(p);
+	uintptr_t n = (uintptr_t)tl_segment_of(p) >> TL_SEGMENT_SHIFT;
+	return (tl_u64_load_relaxed(&tl_segment_map[n >> 6]) >> (n & 63)) & 1;
 }
 /*
  * The live segment whose mapping holds p, wherever in it p points (a huge
