@@ -82,26 +82,37 @@ static TL_NOINLINE void *malloc_slow_rest(size_t size)
 }
 
 /*
- * A dry head of a medium class (its free and local_free empty) with no
- * other thread's free to collect and no page behind it carves its next
- * blocks here, as heap_scan_queue would: a class above 1 KiB carves one or
- * two blocks at a time (page.c), so a thread that only allocates (the
- * producers of `memtime`) went through the whole generic path at nearly
- * every malloc (docs/measurements.md, "And the rest of the slow paths'
- * common cases").  Not when guarded sampling is on or the thread keeps
- * blocks: those come first (malloc_slow_rest).  Out of line, so that
- * tl_malloc_slow's pop saves no register for it.
+ * A dry head of a class above the direct table (its free and local_free
+ * empty), with no guarded sampling, no kept blocks and no profiler to ask
+ * first (malloc_slow_rest's cases): alone, with no other thread's free to
+ * collect, it carves its next blocks here, as heap_scan_queue would (a
+ * class above 1 KiB carves one or two blocks at a time, page.c, so a
+ * thread that only allocates, the producers of `memtime`, went through
+ * the whole generic path at nearly every malloc); otherwise the heap finds
+ * the next page at once (tl_heap_find_page), without the generic path's
+ * layers: a page of 8 blocks of 8 KiB runs dry every few mallocs
+ * (`rptest`).  docs/measurements.md, "And the rest of the slow paths'
+ * common cases" and "The page that goes full and comes back".  Out of
+ * line, so that tl_malloc_slow's pop saves no register for it.
  */
 static TL_NOINLINE void *medium_head_dry(tl_page *page, size_t size)
 {
+	tl_heap *heap = tl_heap_local;
+	if (tl_unlikely(tl_guarded_on() || heap->kept_bytes != 0 ||
+			tl_profile_wanted()))
+		return malloc_slow_rest(size);
 	if (page->next == NULL &&
-	    tl_uptr_load_relaxed(&page->thread_free) == 0 &&
-	    !tl_guarded_on() && tl_heap_local->kept_bytes == 0) {
+	    tl_uptr_load_relaxed(&page->thread_free) == 0) {
 		tl_page_set_avail(page, 0);	/* exact again: free is empty */
 		if (tl_page_extend(page))
 			return tl_page_pop(page);
 	}
-	return malloc_slow_rest(size);
+	page = tl_heap_find_page(heap, page->size_class);
+	if (tl_unlikely(page == NULL))	/* out of memory: the whole path */
+		return malloc_slow_rest(size);
+	void *p = tl_page_pop(page);
+	tl_purger_poll();
+	return p;
 }
 
 /*

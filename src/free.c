@@ -596,7 +596,7 @@ static TL_NOINLINE void free_foreign(void *p)
  * leader) with the full check of a block start passed and no free mark:
  * the owner's free (rptest: most of its slow frees) pushed on local_free,
  * another thread's as free_remote_lean would; false for anything else.
- * Out of tl_free_slow's way: only free_slow_general inlines it.
+ * Out of tl_free_slow's way: only free_follower inlines it.
  */
 static TL_ALWAYS_INLINE bool free_follower_lean(tl_page *page, tl_block *block)
 {
@@ -620,16 +620,49 @@ static TL_ALWAYS_INLINE bool free_follower_lean(tl_page *page, tl_block *block)
 #endif
 }
 
-/* Every other free of a block in tlmalloc's segments (slice: the
- * descriptor of its 64 KiB slice): past a medium page's first slice
- * (free_follower_lean), or anything, from the start. */
-static TL_NOINLINE void free_slow_general(tl_page *slice, void *p)
+/* The frees free_slow_general sends nowhere else: from the start. */
+static TL_NOINLINE void free_slow_rest(tl_page *slice, void *p)
 {
-	if (tl_uptr_load_relaxed(&slice->owner) == TL_OWNER_FOLLOWER &&
-	    free_follower_lean(slice - slice->slice_offset, p))
-		return;
 	free_generic(tl_heap_local, slice, p);
 	tl_purger_poll();
+}
+
+/*
+ * A block past a medium page's first slice (slice a follower): the owner's
+ * free and another thread's, checked in full, by free_follower_lean; the
+ * rest from the start.  The owner's free of a medium block lands here
+ * fifteen times in sixteen (rptest, mstress; docs/measurements.md, "The
+ * page that goes full and comes back").
+ */
+static TL_NOINLINE void free_follower(tl_page *slice, void *p)
+{
+	if (free_follower_lean(slice - slice->slice_offset, p))
+		return;
+	free_slow_rest(slice, p);
+}
+
+/*
+ * Every free of a block in tlmalloc's segments (slice: the descriptor of
+ * its 64 KiB slice) that free_remote_lean did not take, sent on by jumps,
+ * so that no path saves a register for another, nor tl_free_slow for any:
+ * past a medium page's first slice; the owner's free into its page
+ * flagged full (a page of eight 8 KiB blocks goes full and comes back
+ * every few mallocs when they are replaced at random: rptest); the rest
+ * (docs/measurements.md, "The page that goes full and comes back").
+ */
+static TL_NOINLINE void free_slow_general(tl_page *slice, void *p)
+{
+	uintptr_t owner = tl_uptr_load_relaxed(&slice->owner);
+	if (owner == TL_OWNER_FOLLOWER) {
+		free_follower(slice, p);
+		return;
+	}
+	/* (a thread without a heap has id 0: no owner word is 1) */
+	tl_heap *heap = tl_heap_local;
+	if (owner == (heap->id | TL_OWNER_FULL))
+		free_into_full(heap, slice, p);
+	else
+		free_slow_rest(slice, p);
 }
 
 /* A sized free that is not free_remote_lean's case: the size checked in

@@ -19,6 +19,11 @@
  *   double_free_remote_silent   another thread frees a block twice
  *   double_free_mixed_silent    another thread frees it, then the owner
  *   double_free_medium_silent   a 20 KiB block freed twice
+ *   interior_full_silent        the owner frees a pointer into a block of
+ *                               its page flagged full (8 KiB blocks, the
+ *                               page's eight all handed out)
+ *   double_free_full_silent     another thread frees a block of such a
+ *                               page (it stays full), then the owner
  *   realloc_freed_silent        realloc of a freed block
  *   usable_freed_silent         malloc_usable_size of a freed block
  *   object_size_freed_silent    malloc_object_size of a pointer into a
@@ -192,6 +197,30 @@ static void double_free_medium_child(void)
 {
 	char *p = block(20 << 10);
 	free(p);
+	free(p);
+}
+
+/* A block of a page of eight 8 KiB blocks, all handed out: the ninth
+ * malloc found the page dry and sent it to its heap's full list. */
+static char *full_page_block(void)
+{
+	char *b[9];
+	for (int i = 0; i < 9; i++)
+		CHECK((b[i] = malloc(8192)) != NULL);
+	for (int i = 0; i < 8; i++)
+		CHECK((uintptr_t)b[i] >> 16 == (uintptr_t)b[0] >> 16);
+	return b[3];
+}
+
+static void interior_full_child(void)
+{
+	free(full_page_block() + 16);
+}
+
+static void double_free_full_child(void)
+{
+	char *p = full_page_block();
+	run_in_thread(free_it, p);
 	free(p);
 }
 
@@ -554,6 +583,10 @@ static const struct test_case cases[] = {
 	TEST_DEATH(double_free_mixed_silent, double_free_mixed_child,
 		   "free", "double free"),
 	TEST_DEATH(double_free_medium_silent, double_free_medium_child,
+		   "free", "double free"),
+	TEST_DEATH(interior_full_silent, interior_full_child,
+		   "free", "not the start of a block"),
+	TEST_DEATH(double_free_full_silent, double_free_full_child,
 		   "free", "double free"),
 	TEST_DEATH(realloc_freed_silent, realloc_freed_child,
 		   "realloc", "block already freed"),
