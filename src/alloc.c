@@ -15,11 +15,10 @@
 #include "tlmalloc/kept.h"
 #include "tlmalloc/profile.h"
 
-void *tl_heap_alloc(tl_heap *heap, size_t size)
+/* A block of class cls from the heap's pages; NULL and ENOMEM when it
+ * has none and can get none. */
+static TL_ALWAYS_INLINE void *heap_alloc_class(tl_heap *heap, unsigned cls)
 {
-	if (size > TL_MEDIUM_MAX)
-		return tl_large_alloc(size, 0);
-	unsigned cls = tl_size_to_class(size);
 	tl_page *page = tl_heap_find_page(heap, cls);
 	if (page == NULL) {
 		tl_kept_flush(heap);	/* out of memory: to their pages */
@@ -30,6 +29,13 @@ void *tl_heap_alloc(tl_heap *heap, size_t size)
 		return NULL;
 	}
 	return tl_page_pop(page);
+}
+
+void *tl_heap_alloc(tl_heap *heap, size_t size)
+{
+	if (size > TL_MEDIUM_MAX)
+		return tl_large_alloc(size, 0);
+	return heap_alloc_class(heap, tl_size_to_class(size));
 }
 
 /*
@@ -89,7 +95,7 @@ static TL_NOINLINE void *malloc_slow_rest(size_t size)
  * class above 1 KiB carves one or two blocks at a time, page.c, so a
  * thread that only allocates, the producers of `memtime`, went through
  * the whole generic path at nearly every malloc); otherwise the heap finds
- * the next page at once (tl_heap_find_page), without the generic path's
+ * the next page at once (heap_alloc_class), without the generic path's
  * layers: a page of 8 blocks of 8 KiB runs dry every few mallocs
  * (`rptest`).  docs/measurements.md, "And the rest of the slow paths'
  * common cases" and "The page that goes full and comes back".  Out of
@@ -107,10 +113,7 @@ static TL_NOINLINE void *medium_head_dry(tl_page *page, size_t size)
 		if (tl_page_extend(page))
 			return tl_page_pop(page);
 	}
-	page = tl_heap_find_page(heap, page->size_class);
-	if (tl_unlikely(page == NULL))	/* out of memory: the whole path */
-		return malloc_slow_rest(size);
-	void *p = tl_page_pop(page);
+	void *p = heap_alloc_class(heap, page->size_class);
 	tl_purger_poll();
 	return p;
 }
