@@ -90,6 +90,7 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 	for (page = pages->first; page != NULL; page = page->next)
 		want += worth_purging(page);
 	uint32_t defer = 0;
+	uint64_t purged = 0;
 	if (want != 0) {
 		tl_lock_acquire(&tl_pool.lock);
 		uint32_t room = TL_ABANDONED_DIRTY_MAX -
@@ -108,9 +109,12 @@ void tl_pool_abandon_pages(tl_page_list *pages)
 			page->dirty = 1;
 		} else {
 			tl_page_purge_free(page);
+			purged += __atomic_load_n(&page->purged,
+						  __ATOMIC_RELAXED);
 		}
 	}
 	tl_lock_acquire(&tl_pool.lock);
+	tl_pool.purged += purged;
 	while ((page = pages->first) != NULL) {
 		tl_list_remove(pages, page);
 		tl_list_push_back(&tl_pool.abandoned[page->size_class], page);

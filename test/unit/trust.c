@@ -34,6 +34,10 @@
  *   abandoned_blocks_kept_idle the same page with a purge delay of 1 ms:
  *                              the purger gives the freed blocks back with
  *                              no call from the program
+ *   abandoned_purge_counted    a thread exits with more medium pages half
+ *                              free than may wait for the purge delay: the
+ *                              others' free blocks are given back at the
+ *                              exit, and the statistics' purged counts them
  *   abandoned_memory_kept      blocks of an exited thread, all freed later by
  *                              another: the memory is given back (trim)
  *   abandoned_empty_pages_kept a thread frees all its blocks and exits: its
@@ -431,6 +435,58 @@ out:
 	CHECK(tl_option_set("purge_delay", 100) == 0);
 }
 
+/* More medium pages than may wait for the purge delay (16): 24 pages of
+ * 64 KiB blocks (16 a page of 1 MiB), every eighth block left live and the
+ * others freed, so each page is abandoned at least half free and 8 of them
+ * give their free blocks back at the exit (abandoned.c). */
+enum { PURGE_BLOCKS = 24 * 16, PURGE_LIVE_EVERY = 8 };
+static unsigned char *purge_blocks[PURGE_BLOCKS];
+
+static void *medium_pages_free_and_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PURGE_BLOCKS; i++) {
+		CHECK((purge_blocks[i] = malloc(MEDIUM_SIZE)) != NULL);
+		memset(purge_blocks[i], 0x44, MEDIUM_SIZE);
+	}
+	for (int i = 0; i < PURGE_BLOCKS; i++)
+		if (i % PURGE_LIVE_EVERY != 0)
+			free(purge_blocks[i]);
+	return NULL;
+}
+
+static void abandoned_purge_counted(void)
+{
+	pthread_t t;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	struct tl_stats before, after;
+	CHECK(tl_option_set("purge_delay", 3600000) == 0);
+	CHECK(tl_stats_get(&before, sizeof(before)) == sizeof(before));
+	CHECK(pthread_create(&t, NULL, medium_pages_free_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(tl_stats_get(&after, sizeof(after)) == sizeof(after));
+	if (ps * 2 > MEDIUM_SIZE) {
+		printf("OS pages of %zu KiB: nothing is given back inside a "
+		       "block; not checked\n", ps >> 10);
+	} else {
+		/* 8 pages past the 16 that wait, with 14 free blocks each
+		 * (13 in a segment's first page, which has 15), given back
+		 * but for each block's first OS page: 12 blocks a page, the
+		 * least, whichever pages wait */
+		uint64_t least = 8 * 12 * (uint64_t)(MEDIUM_SIZE - ps);
+		CHECKF(after.purged >= before.purged + least,
+		       "purged: %" PRIu64 " KiB before the exit, %" PRIu64
+		       " KiB after; %" PRIu64 " KiB given back at the exit",
+		       before.purged >> 10, after.purged >> 10, least >> 10);
+	}
+	for (int i = 0; i < PURGE_BLOCKS; i += PURGE_LIVE_EVERY) {
+		for (int j = 0; j < MEDIUM_SIZE; j += 4096)
+			CHECK(purge_blocks[i][j] == 0x44);
+		free(purge_blocks[i]);
+	}
+	CHECK(tl_option_set("purge_delay", 100) == 0);
+}
+
 enum { ABANDON_BLOCKS = 8192, ABANDON_SIZE = 1000 };
 
 static void *allocate_and_exit(void *arg)
@@ -530,6 +586,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(abandoned_free_blocks_resident),
 	TEST_CASE(abandoned_blocks_purged_at_exit),
 	TEST_CASE(abandoned_blocks_kept_idle),
+	TEST_CASE(abandoned_purge_counted),
 	TEST_CASE(abandoned_memory_kept),
 	TEST_CASE(abandoned_empty_pages_kept),
 	TEST_CASE(zero_aligned_outside_mapping),
