@@ -9,7 +9,9 @@
  * found with no free block moves to the full list, flagged in its owner
  * word, so that the owner's next free into it takes the generic path and
  * brings it back (to the back of its queue, or as its head when it lies
- * below the head: page_takes_head).  The fast paths keep no free counts
+ * below the head: page_takes_head); but a head of at most 16 blocks goes
+ * behind the page after it when its owner freed into that one
+ * (dry_head_rotates).  The fast paths keep no free counts
  * (see tl_page in types.h; malloc counts only the blocks handed out, for
  * the statistics): the sweep, run before the heap takes new pages, counts
  * the frees of the other pages, gives empty ones back (up to
@@ -280,6 +282,34 @@ static bool head_yields(tl_page_list *q, tl_page *head)
 }
 
 /*
+ * A dry head whose page holds at most TL_ROTATE_CAPACITY blocks, carved to
+ * its end, goes behind the page after it when that page has a free block
+ * on its own lists (free, or the owner's local_free: other threads' frees
+ * leave it to the full list, whose pages are given away once they empty),
+ * instead of to the full list.  Blocks of 4 KiB and up replaced at random
+ * (rptest) fill pages of 8-16 blocks that run dry every few mallocs: the
+ * full list's lock, its clock reading, and the owner's next free into the
+ * page on the generic path to bring it back, for one block at a time.  In
+ * the queue, the owner's frees into it stay on the fast path.  Why not
+ * every class: a round of small blocks freed in order (scaling) starts
+ * again on the page the last one started on only through the full list
+ * (page_takes_head); with every class rotating, scaling took 1.3x the CPU.
+ */
+#define TL_ROTATE_CAPACITY 16
+
+static bool dry_head_rotates(tl_page_list *q, tl_page *head)
+{
+	tl_page *next = head->next;
+	if (next == NULL || head->capacity > TL_ROTATE_CAPACITY)
+		return false;
+	if (next->free == NULL && next->local_free == NULL)
+		return false;
+	tl_list_remove(q, head);
+	tl_list_push_back(q, head);
+	return true;
+}
+
+/*
  * The head of queue cls has a free block, or the queue is empty.  The head
  * runs dry only here: its uncounted pops are all gone (avail = 0), then it
  * collects its frees, goes behind the page after it (head_yields), carves
@@ -297,6 +327,8 @@ static tl_page *heap_scan_queue(tl_heap *heap, unsigned cls)
 			continue;
 		if (tl_page_extend(page))
 			break;
+		if (dry_head_rotates(q, page))
+			continue;
 		tl_list_remove(q, page);
 		full_lock(heap);
 		full_push(heap, page);

@@ -33,6 +33,16 @@
  *                                 quarter of its blocks freed: the next
  *                                 mallocs take that page's blocks, not
  *                                 fresh ones (heap.c, head_yields)
+ *   dry_head_not_behind_freed_page
+ *                                 two pages of eight 8 KiB blocks: the
+ *                                 head, carved to its end, runs dry while
+ *                                 the page behind it holds a block its
+ *                                 owner freed; it goes behind that page,
+ *                                 not to the full list, so the owner's
+ *                                 next free into it does not take the head
+ *                                 back, and the latest free, into the new
+ *                                 head, comes back first (heap.c,
+ *                                 dry_head_rotates)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -225,6 +235,55 @@ static void head_carves_past_freed_page(void)
 	in_new_thread(carve_body, NULL);
 }
 
+/* The sequence of dry_head_not_behind_freed_page: which block the last
+ * malloc returns tells where the first page went when it ran dry. */
+enum { DRY_SIZE = 8192, DRY_BLOCKS = 16 };
+
+static void *dry_body(void *arg)
+{
+	void *p[DRY_BLOCKS];
+	(void)arg;
+	for (int i = 0; i < DRY_BLOCKS; i++) {
+		p[i] = malloc(DRY_SIZE);
+		CHECK(p[i] != NULL);
+		memset(p[i], i, DRY_SIZE);
+	}
+	uintptr_t first = page_of(p[0]), second = page_of(p[8]);
+	CHECKF(page_of(p[7]) == first && page_of(p[15]) == second &&
+	       first != second, "blocks of %d bytes: not eight a page",
+	       DRY_SIZE);
+	/* a fresh segment's pages, in address order: the first page,
+	 * back from the full list, takes the head (page_takes_head) */
+	CHECKF(first < second, "pages %#lx then %#lx: not in address order",
+	       (unsigned long)first, (unsigned long)second);
+	/* the first page back with p[3] free, the second's p[10] freed */
+	free(p[3]);
+	free(p[10]);
+	void *a = malloc(DRY_SIZE);	/* p[3] or p[10] */
+	void *b = malloc(DRY_SIZE);	/* the other: a page runs dry */
+	CHECKF((a == p[3] && b == p[10]) || (a == p[10] && b == p[3]),
+	       "freed %p and %p, got back %p and %p", p[3], p[10], a, b);
+	/* both pages dry now; the owner frees into each, the first page's
+	 * block first */
+	free(p[5]);
+	free(p[12]);
+	void *c = malloc(DRY_SIZE);
+	CHECKF(c == p[12], "freed %p (first page) then %p (second page): got "
+	       "back %p, not the latest", p[5], p[12], c);
+	free(a);
+	free(b);
+	free(c);
+	for (int i = 0; i < DRY_BLOCKS; i++)
+		if (i != 3 && i != 5 && i != 10 && i != 12)
+			free(p[i]);
+	return NULL;
+}
+
+static void dry_head_not_behind_freed_page(void)
+{
+	in_new_thread(dry_body, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
@@ -232,6 +291,7 @@ int main(int argc, char **argv)
 		TEST_CASE(round_not_started_on_first_page),
 		TEST_CASE(head_given_to_page_with_one_free),
 		TEST_CASE(head_carves_past_freed_page),
+		TEST_CASE(dry_head_not_behind_freed_page),
 	};
 	return run_tests(tests, TEST_COUNT(tests), argc, argv);
 }
