@@ -34,7 +34,7 @@
  *   abandoned_blocks_kept_idle the same page with a purge delay of 1 ms:
  *                              the purger gives the freed blocks back with
  *                              no call from the program
- *   abandoned_purge_counted    a thread exits with more medium pages half
+ *   abandoned_purge_uncounted  a thread exits with more medium pages half
  *                              free than may wait for the purge delay: the
  *                              others' free blocks are given back at the
  *                              exit, and the statistics' purged counts them
@@ -455,7 +455,7 @@ static void *medium_pages_free_and_exit(void *arg)
 	return NULL;
 }
 
-static void abandoned_purge_counted(void)
+static void abandoned_purge_uncounted(void)
 {
 	pthread_t t;
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -586,7 +586,7 @@ static const struct test_case cases[] = {
 	TEST_CASE(abandoned_free_blocks_resident),
 	TEST_CASE(abandoned_blocks_purged_at_exit),
 	TEST_CASE(abandoned_blocks_kept_idle),
-	TEST_CASE(abandoned_purge_counted),
+	TEST_CASE(abandoned_purge_uncounted),
 	TEST_CASE(abandoned_memory_kept),
 	TEST_CASE(abandoned_empty_pages_kept),
 	TEST_CASE(zero_aligned_outside_mapping),
