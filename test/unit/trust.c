@@ -279,13 +279,19 @@ enum { MEDIUM_BLOCKS = 14, MEDIUM_SIZE = 64 << 10 };
 static unsigned char *medium_blocks[MEDIUM_BLOCKS];
 static uint64_t held_before_exit;
 
+/* n blocks of MEDIUM_SIZE into b, each written whole with byte. */
+static void medium_fill(unsigned char **b, int n, int byte)
+{
+	for (int i = 0; i < n; i++) {
+		CHECK((b[i] = malloc(MEDIUM_SIZE)) != NULL);
+		memset(b[i], byte, MEDIUM_SIZE);
+	}
+}
+
 static void *medium_free_and_exit(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < MEDIUM_BLOCKS; i++) {
-		CHECK((medium_blocks[i] = malloc(MEDIUM_SIZE)) != NULL);
-		memset(medium_blocks[i], 0x33, MEDIUM_SIZE);
-	}
+	medium_fill(medium_blocks, MEDIUM_BLOCKS, 0x33);
 	for (int i = 1; i < MEDIUM_BLOCKS; i++)
 		free(medium_blocks[i]);
 	struct tl_stats st;
@@ -445,10 +451,7 @@ static unsigned char *purge_blocks[PURGE_BLOCKS];
 static void *medium_pages_free_and_exit(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < PURGE_BLOCKS; i++) {
-		CHECK((purge_blocks[i] = malloc(MEDIUM_SIZE)) != NULL);
-		memset(purge_blocks[i], 0x44, MEDIUM_SIZE);
-	}
+	medium_fill(purge_blocks, PURGE_BLOCKS, 0x44);
 	for (int i = 0; i < PURGE_BLOCKS; i++)
 		if (i % PURGE_LIVE_EVERY != 0)
 			free(purge_blocks[i]);
